@@ -1,0 +1,31 @@
+# Each target sets up (or updates) the local virtual environment itself.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: help demo test bench lint clean
+
+help:  ## list the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[cluster,test,bench]"
+	touch $(STAMP)
+
+demo: $(STAMP)  ## set up, then run the main job on a sample stack
+	$(VENV)/bin/stencilpipe demo
+
+test: $(STAMP)  ## set up, then run the test suite
+	$(PY) -m pytest -q
+
+bench: $(STAMP)  ## set up, then print the benchmark ratios
+	$(PY) benchmarks/run.py
+
+lint: $(STAMP)  ## ruff over the sources and tests
+	$(PY) -m pip install --quiet ruff && $(VENV)/bin/ruff check src tests benchmarks
+
+clean:  ## remove the virtual environment and caches
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,27 @@
+"""The exceptions stencilpipe raises for users' mistakes.
+
+Every error a user can cause derives from :class:`StencilpipeError` and from the
+builtin that fits (``ValueError``, ``TypeError``), so ``except ValueError`` keeps
+working. Messages say what went wrong, where, and how to fix it; anything else
+that escapes is an internal bug.
+"""
+
+from __future__ import annotations
+
+__all__ = ["StencilpipeError", "KernelError", "BoundaryError", "ImageStackError"]
+
+
+class StencilpipeError(Exception):
+    """Root of every error caused by a user's input."""
+
+
+class KernelError(StencilpipeError, ValueError):
+    """A stencil kernel that cannot be analysed or compiled."""
+
+
+class BoundaryError(StencilpipeError, ValueError):
+    """An unknown boundary mode or a bad ``cval``."""
+
+
+class ImageStackError(StencilpipeError, ValueError):
+    """Input images that cannot form one stack (unreadable, mixed, missing)."""

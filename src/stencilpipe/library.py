@@ -1,0 +1,228 @@
+"""Built-in filters, each a :class:`~stencilpipe.Stencil` made with the same decorator.
+
+Each function writes the kernel a user would write for its size and
+dimensionality, as readable source (``f.info`` and ``inspect.getsource(f.func)``
+show it), and returns ``stencil(kernel)``. Results follow scipy.ndimage's filter
+of the same name: the same window placement for even sizes (the window starts
+``size // 2`` before the centre), the same boundary modes.
+
+Integer inputs give integer outputs: float results (mean, gaussian) are
+rounded to nearest and saturated; sobel and laplace saturate too (scipy wraps
+around instead).
+"""
+
+from __future__ import annotations
+
+import itertools
+import linecache
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from .stencils import Stencil, stencil
+
+__all__ = ["mean", "gaussian", "sobel", "laplace", "minimum", "maximum", "median", "FILTERS"]
+
+
+def _per_axis(value: Any, ndim: int, what: str) -> tuple[Any, ...]:
+    values = tuple(value) if isinstance(value, Sequence) else (value,) * ndim
+    if len(values) != ndim:
+        raise ValueError(f"{what} has {len(values)} entries, expected {ndim} (one per axis)")
+    return values
+
+
+def _window(size: int | Sequence[int], ndim: int) -> list[tuple[int, int]]:
+    """Offsets (first, last) per axis of a ``size`` window placed as scipy places it."""
+    sizes = _per_axis(size, ndim, "size")
+    for s in sizes:
+        if not isinstance(s, (int, np.integer)) or s < 1:
+            raise ValueError(f"size must be a positive integer per axis, got {size!r}")
+    return [(-(s // 2), s - s // 2 - 1) for s in sizes]
+
+
+def _from_source(name: str, source: str, namespace: dict[str, Any], **options: Any) -> Stencil:
+    """Compile kernel ``source`` defining ``name`` and decorate it, keeping its source readable."""
+    filename = f"<stencilpipe.library {name} {abs(hash(source)):x}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    scope = {"np": np, **namespace}
+    exec(compile(source, filename, "exec"), scope)
+    return stencil(scope[name], **options)
+
+
+def _loops(window: list[tuple[int, int]], body: str) -> str:
+    """``for o0 in range(...):`` nest around ``body`` (one statement, uses ``o0, o1, ...``)."""
+    lines = []
+    for d, (first, last) in enumerate(window):
+        lines.append("    " * (d + 1) + f"for o{d} in range({first}, {last + 1}):")
+    lines.append("    " * (len(window) + 1) + body)
+    return "\n".join(lines)
+
+
+def _index(ndim: int) -> str:
+    return ", ".join(f"o{d}" for d in range(ndim))
+
+
+def mean(size: int | Sequence[int] = 3, *, ndim: int = 2, **options: Any) -> Stencil:
+    """Mean over a ``size`` window (scipy.ndimage.uniform_filter).
+
+    Parameters
+    ----------
+    size : int or sequence of int
+        Window size, for all axes or per axis.
+    ndim : int
+        Number of core dimensions (2 for frames, 3 for volumes).
+    **options
+        ``boundary``, ``cval``, ``dtype`` as for :func:`~stencilpipe.stencil`.
+
+    Examples
+    --------
+    >>> import numpy as np, stencilpipe as sp
+    >>> sp.library.mean(3)(np.arange(9.0).reshape(3, 3))[1, 1]
+    4.0
+    """
+    window = _window(size, ndim)
+    count = math.prod(last - first + 1 for first, last in window)
+    source = (
+        "def mean(x):\n    total = 0.0\n"
+        + _loops(window, f"total += x[{_index(ndim)}]")
+        + f"\n    return total / {count}\n"
+    )
+    return _from_source("mean", source, {}, **options)
+
+
+def _gaussian_weights(sigma: float, truncate: float) -> np.ndarray:
+    """scipy.ndimage's 1-D Gaussian weights for ``sigma`` and ``truncate``."""
+    radius = int(truncate * float(sigma) + 0.5)
+    offsets = np.arange(-radius, radius + 1)
+    weights = np.exp(-0.5 / float(sigma) ** 2 * offsets**2)
+    return weights / weights.sum()
+
+
+def gaussian(
+    sigma: float | Sequence[float], truncate: float = 4.0, *, ndim: int = 2, **options: Any
+) -> Stencil:
+    """Gaussian smoothing (scipy.ndimage.gaussian_filter), same weights and radius.
+
+    Parameters
+    ----------
+    sigma : float or sequence of float
+        Standard deviation, for all axes or per axis; must be positive.
+    truncate : float
+        Radius in standard deviations: ``int(truncate * sigma + 0.5)``.
+    ndim : int
+        Number of core dimensions.
+    **options
+        ``boundary``, ``cval``, ``dtype``.
+    """
+    sigmas = _per_axis(sigma, ndim, "sigma")
+    if any(not s > 0 for s in sigmas):
+        raise ValueError(f"sigma must be positive, got {sigma!r}")
+    weights = [_gaussian_weights(s, truncate) for s in sigmas]
+    window = [(-(len(w) // 2), len(w) // 2) for w in weights]
+    product = " * ".join(f"w{d}[o{d} + {len(w) // 2}]" for d, w in enumerate(weights))
+    source = (
+        "def gaussian(x):\n    total = 0.0\n"
+        + _loops(window, f"total += {product} * x[{_index(ndim)}]")
+        + "\n    return total\n"
+    )
+    namespace = {f"w{d}": w for d, w in enumerate(weights)}
+    return _from_source("gaussian", source, namespace, **options)
+
+
+def _weighted_sum(name: str, terms: dict[tuple[int, ...], int]) -> str:
+    """Kernel source returning ``sum(weight * x[offset])``, unrolled, zero weights left out."""
+    parts = [f"{w} * x[{', '.join(map(str, offset))}]" for offset, w in terms.items() if w]
+    return f"def {name}(x):\n    return " + " + ".join(parts) + "\n"
+
+
+def sobel(axis: int = -1, *, ndim: int = 2, **options: Any) -> Stencil:
+    """Sobel derivative along ``axis`` (scipy.ndimage.sobel): [-1, 0, 1] there, [1, 2, 1] across.
+
+    Parameters
+    ----------
+    axis : int
+        Axis of the derivative, among the kernel's ``ndim`` core axes.
+    ndim : int
+        Number of core dimensions.
+    **options
+        ``boundary``, ``cval``, ``dtype``.
+    """
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis={axis} is out of range for a {ndim}-D sobel")
+    axis %= ndim
+    derivative, smoothing = (-1, 0, 1), (1, 2, 1)
+    terms = {}
+    for offset in itertools.product((-1, 0, 1), repeat=ndim):
+        weight = 1
+        for d, o in enumerate(offset):
+            weight *= (derivative if d == axis else smoothing)[o + 1]
+        terms[offset] = weight
+    return _from_source("sobel", _weighted_sum("sobel", terms), {}, **options)
+
+
+def laplace(*, ndim: int = 2, **options: Any) -> Stencil:
+    """Discrete Laplacian (scipy.ndimage.laplace): the sum over axes of [1, -2, 1].
+
+    Parameters
+    ----------
+    ndim : int
+        Number of core dimensions.
+    **options
+        ``boundary``, ``cval``, ``dtype``.
+    """
+    centre = (0,) * ndim
+    axes = []
+    for d in range(ndim):
+        before = tuple(-1 if k == d else 0 for k in range(ndim))
+        after = tuple(1 if k == d else 0 for k in range(ndim))
+        axes.append(f"(x[{', '.join(map(str, before))}] - 2 * x[{', '.join(map(str, centre))}]"
+                    f" + x[{', '.join(map(str, after))}])")
+    source = "def laplace(x):\n    return " + " + ".join(axes) + "\n"
+    return _from_source("laplace", source, {}, **options)
+
+
+def _extremum(which: str, size: int | Sequence[int], ndim: int, options: dict) -> Stencil:
+    window = _window(size, ndim)
+    first = ", ".join(str(lo) for lo, _ in window)
+    name = "minimum" if which == "min" else "maximum"
+    source = (
+        f"def {name}(x):\n    best = x[{first}]\n"
+        + _loops(window, f"best = {which}(best, x[{_index(ndim)}])")
+        + "\n    return best\n"
+    )
+    return _from_source(name, source, {}, **options)
+
+
+def minimum(size: int | Sequence[int] = 3, *, ndim: int = 2, **options: Any) -> Stencil:
+    """Minimum over a ``size`` window (scipy.ndimage.minimum_filter)."""
+    return _extremum("min", size, ndim, options)
+
+
+def maximum(size: int | Sequence[int] = 3, *, ndim: int = 2, **options: Any) -> Stencil:
+    """Maximum over a ``size`` window (scipy.ndimage.maximum_filter)."""
+    return _extremum("max", size, ndim, options)
+
+
+def median(size: int | Sequence[int] = 3, *, ndim: int = 2, **options: Any) -> Stencil:
+    """Median over a ``size`` window (scipy.ndimage.median_filter; upper median for even counts)."""
+    window = _window(size, ndim)
+    count = math.prod(last - first + 1 for first, last in window)
+    source = (
+        f"def median(x):\n    values = np.empty({count})\n    k = 0\n"
+        + _loops(window, f"values[k] = x[{_index(ndim)}]; k += 1")
+        + f"\n    values.sort()\n    return values[{count // 2}]\n"
+    )
+    return _from_source("median", source, {}, **options)
+
+
+#: The built-in filters by name, as the CLI and configs refer to them.
+FILTERS = {
+    "mean": mean,
+    "gaussian": gaussian,
+    "sobel": sobel,
+    "laplace": laplace,
+    "minimum": minimum,
+    "maximum": maximum,
+    "median": median,
+}

@@ -1,0 +1,5 @@
+"""Stencil kernels: analysis, code generation and gufunc-style application."""
+
+from .stencil import Stencil, stencil
+
+__all__ = ["Stencil", "stencil"]

@@ -1,0 +1,211 @@
+"""Rewrite a kernel into target-neutral point functions.
+
+The kernel ``x[-1, 0] + x[0, 1]`` becomes two functions of the array(s), the
+scalars and the centre index ``(i0, i1, ...)``:
+
+* ``_sp_interior``: ``x[i0 - 1, i1]`` read directly, for points whose whole
+  neighbourhood lies inside the array;
+* ``_sp_border``: reads through ``_sp_load_x``, which folds indices back into
+  the array (or returns ``cval``) according to the boundary mode.
+
+Every read is widened (:mod:`.dtypes`). The output is Python source that the
+CPU and CUDA generators both decorate with their own ``device`` decorator, so
+the two targets share everything but the loop nest.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .analysis import KernelInfo
+from .dtypes import wide_type_name
+
+__all__ = ["PointSource", "point_functions", "resolve_free_names", "index_names"]
+
+#: Largest global/closure array written into generated source (bigger ones are passed by object).
+_MAX_INLINE_ARRAY = 1 << 16
+
+
+def index_names(ndim: int, prefix: str = "_sp_i") -> list[str]:
+    """Names of the centre-index variables, ``_sp_i0, _sp_i1, ...``."""
+    return [f"{prefix}{d}" for d in range(ndim)]
+
+
+@dataclass
+class PointSource:
+    """Generated source and the map from its lines back to the kernel's lines."""
+
+    source: str
+    line_map: dict[int, int] = field(default_factory=dict)
+
+
+class _AccessRewriter(ast.NodeTransformer):
+    """Replace ``x[a, b]`` by a read at the centre plus ``(a, b)``."""
+
+    def __init__(self, info: KernelInfo, wide: dict[str, str], border: bool):
+        self.info = info
+        self.wide = wide
+        self.border = border
+        self.centre = index_names(info.ndim)
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        self.generic_visit(node)
+        if not (isinstance(node.value, ast.Name) and node.value.id in self.info.array_params):
+            return node
+        array = node.value.id
+        indices = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+        shifted = [
+            ast.BinOp(left=ast.Name(id=c, ctx=ast.Load()), op=ast.Add(), right=index)
+            for c, index in zip(self.centre, indices)
+        ]
+        if self.border:
+            call = ast.Call(
+                func=ast.Name(id=f"_sp_load_{array}", ctx=ast.Load()),
+                args=[ast.Name(id=array, ctx=ast.Load()), *shifted, ast.Name(id=f"_sp_cval_{array}", ctx=ast.Load())],
+                keywords=[],
+            )
+            return ast.copy_location(call, node)
+        read = ast.Subscript(
+            value=ast.Name(id=array, ctx=ast.Load()),
+            slice=ast.Tuple(elts=shifted, ctx=ast.Load()),
+            ctx=ast.Load(),
+        )
+        widen = ast.Call(
+            func=ast.Attribute(value=ast.Name(id="_sp_np", ctx=ast.Load()), attr=self.wide[array], ctx=ast.Load()),
+            args=[read],
+            keywords=[],
+        )
+        return ast.copy_location(widen, node)
+
+
+def _statement_line_map(
+    original: tuple[ast.stmt, ...], generated_src: str, offset: int
+) -> dict[int, int]:
+    """Map generated line numbers to kernel-relative line numbers, statement by statement.
+
+    The rewrite changes expressions only, so walking both bodies visits the
+    statements in the same order.
+    """
+    generated = ast.parse(generated_src).body[0]
+    ours = [n for s in generated.body for n in ast.walk(s) if isinstance(n, ast.stmt)]
+    theirs = [n for s in original for n in ast.walk(s) if isinstance(n, ast.stmt)]
+    return {g.lineno + offset: t.lineno for g, t in zip(ours, theirs)}
+
+
+def _point_function(
+    info: KernelInfo, name: str, params: list[str], wide: dict[str, str], border: bool, offset: int
+) -> PointSource:
+    body = [_AccessRewriter(info, wide, border).visit(copy.deepcopy(s)) for s in info.body]
+    fn = ast.FunctionDef(
+        name=name,
+        args=ast.arguments(
+            posonlyargs=[], args=[ast.arg(arg=p) for p in params], kwonlyargs=[],
+            kw_defaults=[], defaults=[],
+        ),
+        body=body,
+        decorator_list=[ast.Name(id="device", ctx=ast.Load())],
+        returns=None,
+        type_params=[],
+    )
+    ast.fix_missing_locations(fn)
+    source = ast.unparse(fn)
+    return PointSource(source, _statement_line_map(info.body, source, offset))
+
+
+def _load_function(array: str, ndim: int, wide: str, mode: str) -> str:
+    js = index_names(ndim, "_sp_j")
+    args = ", ".join([array, *js, "_sp_cval"])
+    lines = ["@device", f"def _sp_load_{array}({args}):"]
+    if mode == "constant":
+        outside = " or ".join(f"{j} < 0 or {j} >= {array}.shape[{d}]" for d, j in enumerate(js))
+        lines += [f"    if {outside}:", "        return _sp_cval"]
+        index = ", ".join(js)
+    else:
+        index = ", ".join(f"_sp_fold({j}, {array}.shape[{d}])" for d, j in enumerate(js))
+    lines.append(f"    return _sp_np.{wide}({array}[{index}])")
+    return "\n".join(lines)
+
+
+def point_functions(info: KernelInfo, in_dtypes: tuple[np.dtype, ...], mode: str, first_line: int) -> PointSource:
+    """Source of the interior, load and border functions for one specialisation.
+
+    Parameters
+    ----------
+    info : KernelInfo
+        The analysed kernel.
+    in_dtypes : tuple of numpy.dtype
+        One per array parameter.
+    mode : str
+        Boundary mode (decides the load functions).
+    first_line : int
+        Line number the returned source will start at in its module (for the line map).
+    """
+    wide = {a: wide_type_name(d) for a, d in zip(info.array_params, in_dtypes)}
+    centre = index_names(info.ndim)
+    scalars = list(info.scalar_params)
+    arrays = list(info.array_params)
+    cvals = [f"_sp_cval_{a}" for a in arrays]
+    chunks: list[str] = []
+    line_map: dict[int, int] = {}
+
+    def add(text: str, mapped: dict[int, int] | None = None) -> None:
+        if mapped:
+            line_map.update(mapped)
+        chunks.append(text)
+
+    def next_line() -> int:
+        return first_line + sum(c.count("\n") + 2 for c in chunks)
+
+    interior = _point_function(info, "_sp_interior", arrays + scalars + centre, wide, False, next_line() - 1)
+    add(interior.source, interior.line_map)
+    for array in arrays:
+        add(_load_function(array, info.ndim, wide[array], mode))
+    border = _point_function(info, "_sp_border", arrays + scalars + cvals + centre, wide, True, next_line() - 1)
+    add(border.source, border.line_map)
+    return PointSource("\n\n".join(chunks) + "\n", line_map)
+
+
+def _literal(value: Any) -> str | None:
+    """Source that rebuilds ``value``, or None when it cannot be written as source."""
+    if isinstance(value, (bool, int, float, complex)):
+        return repr(value)
+    if isinstance(value, np.generic) and value.dtype.kind in "biuf":
+        return f"_sp_np.{value.dtype.name}({value.item()!r})"
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf" and value.size <= _MAX_INLINE_ARRAY:
+        return f"_sp_np.array({value.tolist()!r}, dtype=_sp_np.{value.dtype.name})"
+    return None
+
+
+def resolve_free_names(info: KernelInfo, env: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Turn the kernel's free names into module source (imports, literals) or objects.
+
+    Returns
+    -------
+    prelude : str
+        Source lines defining each name that can be written as source.
+    injected : dict
+        Objects that cannot (large arrays, functions): they must be placed in
+        the module's namespace, and the module cannot be cached on disk.
+    """
+    lines: list[str] = []
+    injected: dict[str, Any] = {}
+    for name in sorted(info.free_names):
+        if name not in env:
+            continue  # Numba reports the undefined name with its line.
+        value = env[name]
+        if isinstance(value, types.ModuleType):
+            module = value.__name__
+            lines.append(f"import {module} as {name}")
+            continue
+        literal = _literal(value)
+        if literal is None:
+            injected[name] = value
+        else:
+            lines.append(f"{name} = {literal}")
+    return "\n".join(lines), injected

@@ -1,0 +1,264 @@
+"""The :func:`stencil` decorator and the :class:`Stencil` it returns.
+
+This file reads like the compiler's driver: analyse the kernel once at
+decoration; at each call, bind the arguments, pick the specialisation for the
+incoming dtypes and boundary mode (generating and compiling it on first use),
+and run it with gufunc semantics.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import KernelError
+from .analysis import KernelInfo, analyse_kernel
+from .boundary import validate_mode
+from .codegen_cpu import cpu_module_source
+from .dtypes import check_dtype
+from .modules import load_module
+from .rewrite import resolve_free_names
+
+__all__ = ["Stencil", "stencil"]
+
+_CORE_DIM_NAMES = "nmklpqrstuvw"
+
+
+class Stencil:
+    """A neighbourhood kernel compiled per dtype, applied with NumPy gufunc semantics.
+
+    Made by :func:`stencil`; see there for the options.
+
+    Attributes
+    ----------
+    name : str
+        The kernel's name.
+    ndim : int
+        Number of core dimensions; leading dimensions beyond them are batch dimensions.
+    halo : tuple of (int, int)
+        Elements needed before and after each point, per core dimension.
+    signature : str
+        The gufunc signature, e.g. ``"(n,m)->(n,m)"``.
+    boundary : str
+        Default boundary mode.
+    cval : float
+        Fill value of the ``constant`` mode.
+    dtype : numpy.dtype or None
+        Output dtype; None means the input's.
+    """
+
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        *,
+        boundary: str = "reflect",
+        cval: float = 0.0,
+        dtype: Any = None,
+        neighborhood: tuple[tuple[int, int], ...] | None = None,
+        _info: KernelInfo | None = None,
+        _compiled: dict | None = None,
+    ):
+        self.func = func
+        self.info = _info if _info is not None else analyse_kernel(func, neighborhood)
+        self.neighborhood = neighborhood
+        self.boundary = validate_mode(boundary)
+        self.cval = cval
+        self.dtype = None if dtype is None else check_dtype(dtype, f"dtype= of {self.info.name!r}")
+        self._compiled: dict[tuple, Callable[..., Any]] = {} if _compiled is None else _compiled
+        functools.update_wrapper(self, func, updated=())
+
+    # -- description -----------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    @property
+    def ndim(self) -> int:
+        return self.info.ndim
+
+    @property
+    def halo(self) -> tuple[tuple[int, int], ...]:
+        return self.info.halo
+
+    @property
+    def signature(self) -> str:
+        core = "(" + ",".join(_CORE_DIM_NAMES[: self.ndim]) + ")"
+        inputs = [core] * len(self.info.array_params) + ["()"] * len(self.info.scalar_params)
+        return f"{','.join(inputs)}->{core}"
+
+    def __repr__(self) -> str:
+        return (
+            f"<Stencil {self.name} {self.signature} halo={self.halo} boundary={self.boundary!r}"
+            + (f" dtype={self.dtype}" if self.dtype is not None else "")
+            + ">"
+        )
+
+    def with_options(self, **options: Any) -> Stencil:
+        """A copy with other ``boundary``, ``cval`` or ``dtype``; compiled code is shared."""
+        unknown = set(options) - {"boundary", "cval", "dtype"}
+        if unknown:
+            raise TypeError(f"with_options() got unknown option(s): {', '.join(sorted(unknown))}")
+        merged = {"boundary": self.boundary, "cval": self.cval, "dtype": self.dtype, **options}
+        return Stencil(
+            self.func, neighborhood=self.neighborhood, _info=self.info, _compiled=self._compiled,
+            **merged,
+        )
+
+    # -- pickling: compiled code stays behind, each process compiles (and disk-caches) its own --
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_compiled"] = {}
+        return state
+
+    # -- calling -----------------------------------------------------------------------------
+    def __call__(self, *args: Any, out: Any = None, boundary: str | None = None, cval: Any = None):
+        """Apply the kernel; see :func:`stencil` for the semantics."""
+        from .gufunc import apply_numpy
+
+        arrays, scalars = self._bind(args)
+        mode = self.boundary if boundary is None else validate_mode(boundary)
+        fill = self.cval if cval is None else cval
+        return apply_numpy(self, arrays, scalars, out=out, mode=mode, cval=fill)
+
+    def _bind(self, args: tuple[Any, ...]) -> tuple[list[Any], list[Any]]:
+        info = self.info
+        n_arrays = len(info.array_params)
+        expected = list(info.array_params) + list(info.scalar_params)
+        required = n_arrays + len([p for p in info.scalar_params if p not in info.scalar_defaults])
+        if not required <= len(args) <= len(expected):
+            raise TypeError(
+                f"{self.name}({', '.join(expected)}) takes {required} to {len(expected)} "
+                f"arguments, got {len(args)}"
+            )
+        scalars = list(args[n_arrays:]) + [
+            info.scalar_defaults[p] for p in info.scalar_params[len(args) - n_arrays :]
+        ]
+        for name, value in zip(info.scalar_params, scalars):
+            if np.ndim(value) != 0 or not isinstance(value, (int, float, bool, np.generic)):
+                raise TypeError(
+                    f"{self.name}: scalar parameter {name!r} must be a number, got {type(value).__name__}"
+                )
+        return list(args[:n_arrays]), scalars
+
+    def compiled(self, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str) -> Callable[..., Any]:
+        """The compiled ``apply`` for one specialisation, generated on first use."""
+        key = (in_dtypes, out_dtype, mode)
+        apply = self._compiled.get(key)
+        if apply is None:
+            env = dict(self.func.__globals__)
+            if self.func.__closure__:
+                env.update(zip(self.func.__code__.co_freevars, (c.cell_contents for c in self.func.__closure__)))
+            prelude, injected = resolve_free_names(self.info, env)
+            generated = cpu_module_source(
+                self.info, in_dtypes, out_dtype, mode, prelude, cache=not injected
+            )
+            module = load_module(self.name, generated.source, injected)
+            apply = _CompileErrorTranslator(self, module, generated.line_map, in_dtypes)
+            self._compiled[key] = apply
+        return apply
+
+    def generated_source(self, dtype: Any, *, boundary: str | None = None) -> str:
+        """The CPU source generated for input ``dtype`` (for reading and debugging)."""
+        dtype = check_dtype(dtype, "the input")
+        in_dtypes = (dtype,) * len(self.info.array_params)
+        out_dtype = self.dtype or dtype
+        apply = self.compiled(in_dtypes, out_dtype, validate_mode(boundary or self.boundary))
+        return apply.source
+
+
+class _CompileErrorTranslator:
+    """Calls a generated ``apply``; turns Numba's compile errors into a :class:`KernelError`."""
+
+    def __init__(self, stencil: Stencil, module, line_map: dict[int, int], in_dtypes):
+        self.stencil = stencil
+        self.apply = module.apply
+        self.path = module.__file__
+        self.source = open(self.path).read()
+        self.line_map = line_map
+        self.in_dtypes = in_dtypes
+
+    def __call__(self, *args: Any) -> None:
+        from numba.core.errors import NumbaError
+
+        try:
+            self.apply(*args)
+        except NumbaError as exc:
+            raise self._translate(exc) from None
+
+    def _translate(self, exc: Exception) -> KernelError:
+        info = self.stencil.info
+        text = str(exc)
+        lines = [int(n) for n in re.findall(re.escape(self.path) + r'", line (\d+)', text)]
+        lines += [int(n) for n in re.findall(re.escape(self.path) + r" \((\d+)\)", text)]
+        kernel_lines = [self.line_map[n] for n in lines if n in self.line_map]
+        where = info.where() if not kernel_lines else f"{info.filename}:{info.lineno + kernel_lines[0] - 1}"
+        reason = next(
+            (
+                line.strip()
+                for line in text.splitlines()
+                if line.strip() and not line.startswith("Failed in") and "pipeline" not in line
+            ),
+            type(exc).__name__,
+        )
+        dtypes = ", ".join(str(d) for d in self.in_dtypes)
+        return KernelError(
+            f"kernel {info.name!r} ({where}) does not compile for {dtypes} input: {reason}. "
+            "Kernels may use arithmetic, comparisons, if/else, for-loops over range, math and "
+            "numpy scalar functions; see the generated code with .generated_source(dtype)"
+        )
+
+
+def stencil(
+    func: Callable[..., Any] | None = None,
+    *,
+    boundary: str = "reflect",
+    cval: float = 0.0,
+    dtype: Any = None,
+    neighborhood: tuple[tuple[int, int], ...] | None = None,
+) -> Any:
+    """Turn a kernel written with relative indexing into a compiled, array-generic function.
+
+    Parameters
+    ----------
+    func : callable
+        The kernel. Its leading parameters are arrays read at offsets relative
+        to the current element (``x[-1, 0]``), its trailing parameters scalars.
+        It returns the new value of the element.
+    boundary : {'reflect', 'constant', 'nearest', 'mirror', 'wrap'}
+        How elements outside the array are read, as in scipy.ndimage.
+    cval : scalar
+        Value outside the array for ``boundary='constant'``.
+    dtype : dtype, optional
+        Output dtype; default the (common) input dtype. Integer outputs
+        saturate; float results stored as integers are rounded to nearest.
+    neighborhood : tuple of (int, int), optional
+        Range of offsets per dimension, needed only when offsets are
+        computed in a way the halo cannot be inferred from.
+
+    Returns
+    -------
+    Stencil
+        Call it as ``f(*arrays, *scalars, out=None, boundary=None, cval=None)``.
+        Core dimensions are the last ``f.ndim``; leading ones are batch
+        dimensions and broadcast. It returns ``out`` (allocated if not given).
+
+    Examples
+    --------
+    >>> import numpy as np, stencilpipe as sp
+    >>> @sp.stencil
+    ... def smooth(x):
+    ...     return (x[-1, 0] + x[0, -1] + x[0, 0] + x[0, 1] + x[1, 0]) // 5
+    >>> smooth.halo, smooth.signature
+    (((1, 1), (1, 1)), '(n,m)->(n,m)')
+    >>> smooth(np.full((3, 4), 7, dtype=np.uint8))
+    array([[7, 7, 7, 7],
+           [7, 7, 7, 7],
+           [7, 7, 7, 7]], dtype=uint8)
+    """
+    options = dict(boundary=boundary, cval=cval, dtype=dtype, neighborhood=neighborhood)
+    if func is None:
+        return lambda f: Stencil(f, **options)
+    return Stencil(func, **options)
