@@ -19,7 +19,7 @@ demo: $(STAMP)  ## set up, then run the main job on a sample stack
 	$(VENV)/bin/stencilpipe demo
 
 test: $(STAMP)  ## set up, then run the test suite
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2
 
 bench: $(STAMP)  ## set up, then print the benchmark ratios
 	$(PY) benchmarks/run.py

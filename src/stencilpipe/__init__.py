@@ -8,14 +8,16 @@
 
 from . import library
 from .errors import BoundaryError, ImageStackError, KernelError, StencilpipeError
-from .stencils import Stencil, stencil
+from .stencils import Chain, Stencil, chain, stencil
 
 __all__ = [
     "BoundaryError",
+    "Chain",
     "ImageStackError",
     "KernelError",
     "Stencil",
     "StencilpipeError",
+    "chain",
     "library",
     "stencil",
 ]

@@ -8,7 +8,14 @@ that escapes is an internal bug.
 
 from __future__ import annotations
 
-__all__ = ["StencilpipeError", "KernelError", "BoundaryError", "ImageStackError"]
+__all__ = [
+    "StencilpipeError",
+    "KernelError",
+    "BoundaryError",
+    "ImageStackError",
+    "ConfigError",
+    "ClusterError",
+]
 
 
 class StencilpipeError(Exception):
@@ -25,3 +32,11 @@ class BoundaryError(StencilpipeError, ValueError):
 
 class ImageStackError(StencilpipeError, ValueError):
     """Input images that cannot form one stack (unreadable, mixed, missing)."""
+
+
+class ConfigError(StencilpipeError, ValueError):
+    """A pipeline configuration that is malformed or refers to something that does not exist."""
+
+
+class ClusterError(StencilpipeError, ConnectionError):
+    """A Dask cluster that cannot be reached or started."""

@@ -78,7 +78,7 @@ def mean(size: int | Sequence[int] = 3, *, ndim: int = 2, **options: Any) -> Ste
     Examples
     --------
     >>> import numpy as np, stencilpipe as sp
-    >>> sp.library.mean(3)(np.arange(9.0).reshape(3, 3))[1, 1]
+    >>> float(sp.library.mean(3)(np.arange(9.0).reshape(3, 3))[1, 1])
     4.0
     """
     window = _window(size, ndim)
@@ -119,21 +119,23 @@ def gaussian(
     if any(not s > 0 for s in sigmas):
         raise ValueError(f"sigma must be positive, got {sigma!r}")
     weights = [_gaussian_weights(s, truncate) for s in sigmas]
-    window = [(-(len(w) // 2), len(w) // 2) for w in weights]
-    product = " * ".join(f"w{d}[o{d} + {len(w) // 2}]" for d, w in enumerate(weights))
-    source = (
-        "def gaussian(x):\n    total = 0.0\n"
-        + _loops(window, f"total += {product} * x[{_index(ndim)}]")
-        + "\n    return total\n"
-    )
-    namespace = {f"w{d}": w for d, w in enumerate(weights)}
-    return _from_source("gaussian", source, namespace, **options)
+    radii = [len(w) // 2 for w in weights]
+    terms = {
+        offset: float(math.prod(w[o + r] for w, o, r in zip(weights, offset, radii)))
+        for offset in itertools.product(*(range(-r, r + 1) for r in radii))
+    }
+    return _from_source("gaussian", _weighted_sum("gaussian", terms), {}, **options)
 
 
-def _weighted_sum(name: str, terms: dict[tuple[int, ...], int]) -> str:
-    """Kernel source returning ``sum(weight * x[offset])``, unrolled, zero weights left out."""
-    parts = [f"{w} * x[{', '.join(map(str, offset))}]" for offset, w in terms.items() if w]
-    return f"def {name}(x):\n    return " + " + ".join(parts) + "\n"
+def _weighted_sum(name: str, terms: dict[tuple[int, ...], float]) -> str:
+    """Kernel source returning ``sum(weight * x[offset])``, one term a statement, zero weights left out.
+
+    Statements rather than one long expression: a 9x9x9 gaussian has 729 terms,
+    and an expression that long nests too deep for Python's parser.
+    """
+    start = "0.0" if any(isinstance(w, float) for w in terms.values()) else "0"
+    lines = [f"    total += {w!r} * x[{', '.join(map(str, offset))}]" for offset, w in terms.items() if w]
+    return f"def {name}(x):\n    total = {start}\n" + "\n".join(lines) + "\n    return total\n"
 
 
 def sobel(axis: int = -1, *, ndim: int = 2, **options: Any) -> Stencil:
@@ -204,15 +206,48 @@ def maximum(size: int | Sequence[int] = 3, *, ndim: int = 2, **options: Any) -> 
     return _extremum("max", size, ndim, options)
 
 
+def _batcher_network(n: int) -> list[tuple[int, int]]:
+    """Compare-exchange pairs of Batcher's odd-even merge sort for ``n`` values."""
+    size = 1 << max(0, (n - 1).bit_length())
+    pairs = []
+    p = 1
+    while p < size:
+        k = p
+        while k >= 1:
+            for j in range(k % p, size - k, 2 * k):
+                for i in range(min(k, size - j - k)):
+                    if (i + j) // (2 * p) == (i + j + k) // (2 * p):
+                        pairs.append((i + j, i + j + k))
+            k //= 2
+        p *= 2
+    # Missing values act as +infinity: comparators that touch them never swap.
+    return [(a, b) for a, b in pairs if b < n]
+
+
+def _selection_network(n: int, rank: int) -> list[tuple[int, int]]:
+    """The comparators of a sorting network that the value at ``rank`` depends on."""
+    needed = {rank}
+    kept = []
+    for a, b in reversed(_batcher_network(n)):
+        if a in needed or b in needed:
+            kept.append((a, b))
+            needed |= {a, b}
+    return kept[::-1]
+
+
 def median(size: int | Sequence[int] = 3, *, ndim: int = 2, **options: Any) -> Stencil:
-    """Median over a ``size`` window (scipy.ndimage.median_filter; upper median for even counts)."""
+    """Median over a ``size`` window (scipy.ndimage.median_filter; upper median for even counts).
+
+    The kernel is a selection network: only the compare-exchanges (``min``/``max``)
+    of a Batcher sorting network that the median depends on, on values held in
+    local variables, so it needs no memory and vectorises.
+    """
     window = _window(size, ndim)
-    count = math.prod(last - first + 1 for first, last in window)
-    source = (
-        f"def median(x):\n    values = np.empty({count})\n    k = 0\n"
-        + _loops(window, f"values[k] = x[{_index(ndim)}]; k += 1")
-        + f"\n    values.sort()\n    return values[{count // 2}]\n"
-    )
+    offsets = list(itertools.product(*(range(first, last + 1) for first, last in window)))
+    rank = len(offsets) // 2
+    lines = [f"    v{k} = x[{', '.join(map(str, offset))}]" for k, offset in enumerate(offsets)]
+    lines += [f"    v{a}, v{b} = min(v{a}, v{b}), max(v{a}, v{b})" for a, b in _selection_network(len(offsets), rank)]
+    source = "def median(x):\n" + "\n".join(lines) + f"\n    return v{rank}\n"
     return _from_source("median", source, {}, **options)
 
 

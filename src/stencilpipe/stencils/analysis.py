@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from ..errors import KernelError
 
-__all__ = ["KernelInfo", "analyse_kernel"]
+__all__ = ["KernelInfo", "analyse_kernel", "kernel_env", "index_interval"]
 
 Interval = tuple[int, int]
 
@@ -82,7 +82,7 @@ def _parse(func: Callable[..., Any]) -> ast.FunctionDef:
     return node
 
 
-def _index_interval(
+def index_interval(
     node: ast.expr, loops: dict[str, Interval], env: dict[str, Any]
 ) -> Interval | None:
     """Smallest and largest value an index expression can take, or None if unknown.
@@ -102,13 +102,13 @@ def _index_interval(
             return (int(value), int(value))
         return None
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        inner = _index_interval(node.operand, loops, env)
+        inner = index_interval(node.operand, loops, env)
         if inner is None:
             return None
         return (-inner[1], -inner[0]) if isinstance(node.op, ast.USub) else inner
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
-        left = _index_interval(node.left, loops, env)
-        right = _index_interval(node.right, loops, env)
+        left = index_interval(node.left, loops, env)
+        right = index_interval(node.right, loops, env)
         if left is None or right is None:
             return None
         if isinstance(node.op, ast.Add):
@@ -132,7 +132,7 @@ def _range_interval(node: ast.For, loops: dict[str, Interval], env: dict[str, An
         and 1 <= len(call.args) <= 3
     ):
         return None
-    bounds = [_index_interval(arg, loops, env) for arg in call.args]
+    bounds = [index_interval(arg, loops, env) for arg in call.args]
     if any(b is None for b in bounds):
         return None
     if len(bounds) == 1:
@@ -202,7 +202,7 @@ class _Scanner(ast.NodeVisitor):
                     "index single elements by relative offset, e.g. x[-1, 0]",
                 )
             self.visit(index)
-        intervals = [_index_interval(index, self.loops, self.env) for index in indices]
+        intervals = [index_interval(index, self.loops, self.env) for index in indices]
         self.accesses.setdefault(target.id, []).append((node, intervals))
 
     def visit_Name(self, node: ast.Name) -> None:
@@ -215,7 +215,8 @@ class _Scanner(ast.NodeVisitor):
         raise self.fail(node, "it defines a nested function", "move the helper out of the kernel")
 
 
-def _closure_env(func: Callable[..., Any]) -> dict[str, Any]:
+def kernel_env(func: Callable[..., Any]) -> dict[str, Any]:
+    """The values of the names a kernel can see: its module's globals and its closure."""
     env = dict(getattr(func, "__globals__", {}))
     closure = inspect.getclosurevars(func)
     env.update(closure.nonlocals)
@@ -277,7 +278,7 @@ def analyse_kernel(
         return _where(filename, first_line, node)
 
     params = _split_params(name, fn, where)
-    env = _closure_env(func)
+    env = kernel_env(func)
     scanner = _Scanner(name, params, env, where)
     for stmt in fn.body:
         scanner.visit(stmt)

@@ -4,55 +4,57 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import functools
+
 import numpy as np
 
 from ..errors import BoundaryError, KernelError
+from .codegen_cpu import work_rows
 from .dtypes import check_dtype, result_dtype, wide_type_name
 
 if TYPE_CHECKING:
     from .stencil import Stencil
 
-__all__ = ["apply_numpy", "fill_values"]
+__all__ = ["apply_numpy", "fill_values", "check_shapes"]
 
 
 def fill_values(cval: Any, dtypes: list[np.dtype], name: str) -> list[Any]:
     """``cval`` as each input's widened scalar, refusing values the input dtype cannot hold."""
-    values = []
-    for dtype in dtypes:
-        converted = np.asarray(cval).astype(dtype)
-        if np.ndim(cval) != 0 or converted != cval:
+    if np.ndim(cval) != 0:
+        raise BoundaryError(f"{name}: cval must be a single number, got {cval!r}")
+    values = [_fill_value(cval, dtype) for dtype in dtypes]
+    for value, dtype in zip(values, dtypes):
+        if value is None:
             raise BoundaryError(
                 f"{name}: cval={cval!r} cannot be represented in the input dtype {dtype}; "
                 "give a value of that dtype's range"
             )
-        values.append(getattr(np, wide_type_name(dtype))(converted))
     return values
 
 
-def _core_shape(stencil: Stencil, arrays: list[np.ndarray]) -> tuple[int, ...]:
+@functools.lru_cache(maxsize=256)
+def _fill_value(cval: Any, dtype: np.dtype) -> Any:
+    converted = np.asarray(cval).astype(dtype)
+    if converted != cval:
+        return None
+    return getattr(np, wide_type_name(dtype))(converted)
+
+
+def check_shapes(stencil: Stencil, arrays: list[Any]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``(batch shape, core shape)`` of the inputs, or a :class:`KernelError` saying what differs."""
     core = stencil.ndim
-    shapes = {a.shape[a.ndim - core :] for a in arrays}
     for position, array in enumerate(arrays):
         if array.ndim < core:
             raise KernelError(
                 f"{stencil.name}: input {position} has {array.ndim} dimension(s), but the kernel "
                 f"reads {core} ({stencil.signature}); add leading axes or use a {array.ndim}-D kernel"
             )
+    shapes = {a.shape[a.ndim - core :] for a in arrays}
     if len(shapes) != 1:
         raise KernelError(
             f"{stencil.name}: the inputs' last {core} dimensions differ ({sorted(shapes)}); "
             "the arrays a stencil reads must have the same core shape"
         )
-    return shapes.pop()
-
-
-def apply_numpy(
-    stencil: Stencil, arrays: list[Any], scalars: list[Any], *, out: Any, mode: str, cval: Any
-) -> np.ndarray:
-    """Run ``stencil`` on NumPy arrays; see :func:`stencilpipe.stencil` for the semantics."""
-    arrays = [np.asarray(a) for a in arrays]
-    core = stencil.ndim
-    core_shape = _core_shape(stencil, arrays)
     try:
         batch = np.broadcast_shapes(*(a.shape[: a.ndim - core] for a in arrays))
     except ValueError:
@@ -60,6 +62,15 @@ def apply_numpy(
             f"{stencil.name}: the inputs' batch dimensions "
             f"{[a.shape[: a.ndim - core] for a in arrays]} do not broadcast"
         ) from None
+    return batch, shapes.pop()
+
+
+def apply_numpy(
+    stencil: Stencil, arrays: list[Any], scalars: list[Any], *, out: Any, mode: str, cval: Any
+) -> np.ndarray:
+    """Run ``stencil`` on NumPy arrays; see :func:`stencilpipe.stencil` for the semantics."""
+    arrays = [np.asarray(a) for a in arrays]
+    batch, core_shape = check_shapes(stencil, arrays)
     in_dtypes = [check_dtype(a.dtype, f"{stencil.name}: input {i}") for i, a in enumerate(arrays)]
     if out is None:
         out = np.empty(batch + core_shape, dtype=result_dtype(in_dtypes, stencil.dtype))
@@ -73,12 +84,16 @@ def apply_numpy(
     if out.size == 0:
         return out
     flat_shape = (-1, *core_shape)
-    flat_inputs = [np.broadcast_to(a, batch + core_shape).reshape(flat_shape) for a in arrays]
-    flat_out = out.reshape(flat_shape)
-    writes_through = np.shares_memory(flat_out, out) and flat_out.base is not None
-    target = flat_out if writes_through else np.empty_like(flat_out)
+    full_shape = batch + core_shape
+    flat_inputs = [
+        (a if a.shape == full_shape else np.broadcast_to(a, full_shape)).reshape(flat_shape)
+        for a in arrays
+    ]
+    # Reshaping a C-contiguous out= is a view; any other layout is computed aside and copied in.
+    writes_through = out.flags.c_contiguous
+    target = out.reshape(flat_shape) if writes_through else np.empty(out.shape, out.dtype).reshape(flat_shape)
     apply = stencil.compiled(tuple(in_dtypes), out.dtype, mode)
-    apply(*flat_inputs, target, *scalars, *fill_values(cval, in_dtypes, stencil.name))
+    apply(*flat_inputs, target, *scalars, *fill_values(cval, in_dtypes, stencil.name), rows=work_rows(target.shape))
     if not writes_through:
         out[...] = target.reshape(out.shape)
     return out

@@ -5,6 +5,8 @@ scalars and the centre index ``(i0, i1, ...)``:
 
 * ``_sp_interior``: ``x[i0 - 1, i1]`` read directly, for points whose whole
   neighbourhood lies inside the array;
+  It is decorated ``inlined``: the target must inline it into the row loop
+  whatever its size, or the row loop cannot vectorise;
 * ``_sp_border``: reads through ``_sp_load_x``, which folds indices back into
   the array (or returns ``cval``) according to the boundary mode.
 
@@ -25,6 +27,7 @@ import numpy as np
 
 from .analysis import KernelInfo
 from .dtypes import wide_type_name
+from .unroll import unroll_constant_loops
 
 __all__ = ["PointSource", "point_functions", "resolve_free_names", "index_names"]
 
@@ -85,23 +88,29 @@ class _AccessRewriter(ast.NodeTransformer):
 
 
 def _statement_line_map(
-    original: tuple[ast.stmt, ...], generated_src: str, offset: int
+    transformed: list[ast.stmt], generated_src: str, offset: int
 ) -> dict[int, int]:
     """Map generated line numbers to kernel-relative line numbers, statement by statement.
 
-    The rewrite changes expressions only, so walking both bodies visits the
-    statements in the same order.
+    ``transformed`` statements still carry the kernel's line numbers; parsing
+    the generated source back gives the same statements in the same order.
     """
     generated = ast.parse(generated_src).body[0]
     ours = [n for s in generated.body for n in ast.walk(s) if isinstance(n, ast.stmt)]
-    theirs = [n for s in original for n in ast.walk(s) if isinstance(n, ast.stmt)]
+    theirs = [n for s in transformed for n in ast.walk(s) if isinstance(n, ast.stmt)]
     return {g.lineno + offset: t.lineno for g, t in zip(ours, theirs)}
 
 
 def _point_function(
-    info: KernelInfo, name: str, params: list[str], wide: dict[str, str], border: bool, offset: int
+    info: KernelInfo,
+    body: list[ast.stmt],
+    name: str,
+    params: list[str],
+    wide: dict[str, str],
+    border: bool,
+    offset: int,
 ) -> PointSource:
-    body = [_AccessRewriter(info, wide, border).visit(copy.deepcopy(s)) for s in info.body]
+    body = [_AccessRewriter(info, wide, border).visit(copy.deepcopy(s)) for s in body]
     fn = ast.FunctionDef(
         name=name,
         args=ast.arguments(
@@ -109,13 +118,13 @@ def _point_function(
             kw_defaults=[], defaults=[],
         ),
         body=body,
-        decorator_list=[ast.Name(id="device", ctx=ast.Load())],
+        decorator_list=[ast.Name(id="inlined" if not border else "device", ctx=ast.Load())],
         returns=None,
         type_params=[],
     )
     ast.fix_missing_locations(fn)
     source = ast.unparse(fn)
-    return PointSource(source, _statement_line_map(info.body, source, offset))
+    return PointSource(source, _statement_line_map(body, source, offset))
 
 
 def _load_function(array: str, ndim: int, wide: str, mode: str) -> str:
@@ -132,13 +141,21 @@ def _load_function(array: str, ndim: int, wide: str, mode: str) -> str:
     return "\n".join(lines)
 
 
-def point_functions(info: KernelInfo, in_dtypes: tuple[np.dtype, ...], mode: str, first_line: int) -> PointSource:
+def point_functions(
+    info: KernelInfo,
+    env: dict[str, Any],
+    in_dtypes: tuple[np.dtype, ...],
+    mode: str,
+    first_line: int,
+) -> PointSource:
     """Source of the interior, load and border functions for one specialisation.
 
     Parameters
     ----------
     info : KernelInfo
         The analysed kernel.
+    env : dict
+        The kernel's globals and closure values (for constant loop bounds).
     in_dtypes : tuple of numpy.dtype
         One per array parameter.
     mode : str
@@ -162,11 +179,12 @@ def point_functions(info: KernelInfo, in_dtypes: tuple[np.dtype, ...], mode: str
     def next_line() -> int:
         return first_line + sum(c.count("\n") + 2 for c in chunks)
 
-    interior = _point_function(info, "_sp_interior", arrays + scalars + centre, wide, False, next_line() - 1)
+    body = unroll_constant_loops(info.body, env)
+    interior = _point_function(info, body, "_sp_interior", arrays + scalars + centre, wide, False, next_line() - 1)
     add(interior.source, interior.line_map)
     for array in arrays:
         add(_load_function(array, info.ndim, wide[array], mode))
-    border = _point_function(info, "_sp_border", arrays + scalars + cvals + centre, wide, True, next_line() - 1)
+    border = _point_function(info, body, "_sp_border", arrays + scalars + cvals + centre, wide, True, next_line() - 1)
     add(border.source, border.line_map)
     return PointSource("\n\n".join(chunks) + "\n", line_map)
 

@@ -8,6 +8,7 @@ and run it with gufunc semantics.
 
 from __future__ import annotations
 
+import ast
 import functools
 import re
 from typing import Any, Callable
@@ -15,12 +16,15 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import KernelError
-from .analysis import KernelInfo, analyse_kernel
+from .analysis import KernelInfo, analyse_kernel, kernel_env
 from .boundary import validate_mode
 from .codegen_cpu import cpu_module_source
+from .dask_apply import apply_dask, is_dask_array
 from .dtypes import check_dtype
+from .gufunc import apply_numpy
 from .modules import load_module
 from .rewrite import resolve_free_names
+from .threads import run_rows
 
 __all__ = ["Stencil", "stencil"]
 
@@ -107,6 +111,15 @@ class Stencil:
             **merged,
         )
 
+    def __dask_tokenize__(self) -> tuple:
+        """Deterministic identity for Dask task names: the kernel's code, its constants, options."""
+        from dask.base import tokenize
+
+        env = kernel_env(self.func)
+        constants = {name: env[name] for name in sorted(self.info.free_names) if name in env}
+        body = "\n".join(ast.dump(statement) for statement in self.info.body)
+        return ("Stencil", self.name, body, tokenize(constants), self.boundary, self.cval, str(self.dtype))
+
     # -- pickling: compiled code stays behind, each process compiles (and disk-caches) its own --
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -116,11 +129,13 @@ class Stencil:
     # -- calling -----------------------------------------------------------------------------
     def __call__(self, *args: Any, out: Any = None, boundary: str | None = None, cval: Any = None):
         """Apply the kernel; see :func:`stencil` for the semantics."""
-        from .gufunc import apply_numpy
-
         arrays, scalars = self._bind(args)
         mode = self.boundary if boundary is None else validate_mode(boundary)
         fill = self.cval if cval is None else cval
+        if any(is_dask_array(a) for a in arrays):
+            if out is not None:
+                raise TypeError(f"{self.name}: out= is not supported for dask arrays (results are lazy)")
+            return apply_dask(self, arrays, scalars, mode=mode, cval=fill)
         return apply_numpy(self, arrays, scalars, out=out, mode=mode, cval=fill)
 
     def _bind(self, args: tuple[Any, ...]) -> tuple[list[Any], list[Any]]:
@@ -148,12 +163,10 @@ class Stencil:
         key = (in_dtypes, out_dtype, mode)
         apply = self._compiled.get(key)
         if apply is None:
-            env = dict(self.func.__globals__)
-            if self.func.__closure__:
-                env.update(zip(self.func.__code__.co_freevars, (c.cell_contents for c in self.func.__closure__)))
+            env = kernel_env(self.func)
             prelude, injected = resolve_free_names(self.info, env)
             generated = cpu_module_source(
-                self.info, in_dtypes, out_dtype, mode, prelude, cache=not injected
+                self.info, env, in_dtypes, out_dtype, mode, prelude, cache=not injected
             )
             module = load_module(self.name, generated.source, injected)
             apply = _CompileErrorTranslator(self, module, generated.line_map, in_dtypes)
@@ -180,11 +193,15 @@ class _CompileErrorTranslator:
         self.line_map = line_map
         self.in_dtypes = in_dtypes
 
-    def __call__(self, *args: Any) -> None:
+    def __call__(self, *args: Any, rows: int) -> None:
+        """Run over ``rows`` rows; the first call compiles, in this thread, for a clear error."""
         from numba.core.errors import NumbaError
 
+        if self.apply.signatures:
+            run_rows(self.apply, args, rows)
+            return
         try:
-            self.apply(*args)
+            self.apply(*args, 0, rows)
         except NumbaError as exc:
             raise self._translate(exc) from None
 

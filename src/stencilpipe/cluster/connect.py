@@ -1,0 +1,63 @@
+"""Turn a :class:`~stencilpipe.pipeline.config.ClusterConfig` into a connected ``Client``.
+
+Nothing here reimplements a cluster: an address goes to ``Client(address)``
+(Dask's own ``scheduler-address`` config and ``DASK_SCHEDULER_ADDRESS`` are
+honoured when the config gives none), otherwise distributed's ``LocalCluster``
+starts on 127.0.0.1 with the configured workers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Iterator
+
+import dask
+
+from ..errors import ClusterError
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+    from ..pipeline.config import ClusterConfig
+
+__all__ = ["connect", "scheduler_address"]
+
+
+def scheduler_address(config: ClusterConfig) -> str | None:
+    """The scheduler to use: the config's address, else Dask's own setting, else None (embedded)."""
+    return config.address or dask.config.get("scheduler-address", None)
+
+
+@contextlib.contextmanager
+def connect(config: ClusterConfig) -> Iterator[Client]:
+    """A ``Client`` for the configured cluster, closed (and the embedded cluster stopped) on exit.
+
+    Raises
+    ------
+    ClusterError
+        When the scheduler cannot be reached within ``config.timeout`` seconds.
+    """
+    from distributed import Client, LocalCluster
+
+    address = scheduler_address(config)
+    if address:
+        try:
+            client = Client(address, timeout=config.timeout)
+        except (OSError, TimeoutError) as exc:
+            raise ClusterError(
+                f"cannot reach the Dask scheduler at {address} within {config.timeout:g} s "
+                f"({type(exc).__name__}: {exc}); check the address, or leave cluster.address "
+                "empty to run on an embedded cluster"
+            ) from None
+        with client:
+            yield client
+        return
+    cluster = LocalCluster(
+        n_workers=config.n_workers,
+        threads_per_worker=config.threads_per_worker,
+        processes=config.processes,
+        host="127.0.0.1",
+        dashboard_address=config.dashboard_address,
+    )
+    with cluster, Client(cluster) as client:
+        yield client

@@ -1,0 +1,128 @@
+"""Stencils on Dask arrays: one lazy task per chunk, halos exchanged only where chunks cut.
+
+When every chunk holds whole core axes, each chunk is processed as it is
+(``map_blocks``). When chunks cut a core axis, neighbours come from
+``map_overlap`` with the kernel's (possibly asymmetric) halo and
+``boundary="none"``: a chunk at the true edge of the array starts at that
+edge, so the kernel's own boundary mode applies there exactly as on the whole
+array, and nowhere else. ``wrap`` is the exception, since it reads the far end
+of the array: its halo comes from Dask's ``periodic`` overlap instead.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+import dask.array as da
+import numpy as np
+from dask.array.overlap import ensure_minimum_chunksize
+from dask.array.utils import meta_from_array
+
+from .dtypes import check_dtype, result_dtype
+from .gufunc import check_shapes, fill_values
+from .threads import single_threaded
+
+if TYPE_CHECKING:
+    from .stencil import Stencil
+
+__all__ = ["apply_dask", "is_dask_array", "overlap_depth"]
+
+
+def is_dask_array(value: Any) -> bool:
+    """True for a Dask array (without importing anything else)."""
+    return isinstance(value, da.Array)
+
+
+def overlap_depth(
+    halos: Sequence[tuple[int, int]], chunks: tuple[tuple[int, ...], ...], wrap: bool
+) -> tuple[dict[int, Any], dict[int, str]]:
+    """``depth`` and ``boundary`` for ``map_overlap``: halos on the core axes that chunks cut.
+
+    A core axis held whole by every chunk needs no overlap (the kernel's
+    boundary mode handles both its ends), and asking for one would make Dask
+    refuse axes shorter than the halo.
+    """
+    ndim = len(chunks)
+    first_core = ndim - len(halos)
+    depth: dict[int, Any] = {axis: 0 for axis in range(ndim)}
+    boundary: dict[int, str] = {axis: "none" for axis in range(ndim)}
+    for axis, (before, after) in enumerate(halos, start=first_core):
+        if len(chunks[axis]) == 1:
+            continue
+        if wrap:
+            depth[axis] = max(before, after)
+            boundary[axis] = "periodic"
+        else:
+            depth[axis] = (before, after)
+    return depth, boundary
+
+
+def _core_chunks(array: da.Array, halos: Sequence[tuple[int, int]]) -> da.Array:
+    """Rechunk cut core axes so every chunk is larger than the halo (tiny axes: one chunk)."""
+    first_core = array.ndim - len(halos)
+    chunks = list(array.chunks)
+    for axis, (before, after) in enumerate(halos, start=first_core):
+        if len(chunks[axis]) == 1:
+            continue
+        needed = max(before, after) + 1
+        if array.shape[axis] < 2 * needed:
+            chunks[axis] = (array.shape[axis],)
+        else:
+            chunks[axis] = ensure_minimum_chunksize(needed, chunks[axis])
+    return array.rechunk(tuple(chunks)) if tuple(chunks) != array.chunks else array
+
+
+def map_stencil_blocks(
+    block_function, arrays: list[da.Array], halos: Sequence[tuple[int, int]], *,
+    wrap: bool, dtype: np.dtype,
+) -> da.Array:
+    """Apply ``block_function`` (blocks -> block) with the halos it needs, whatever the chunking.
+
+    Shared by single stencils and chains (whose halo is the sum of their stages').
+    """
+    core = len(halos)
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    arrays = [da.broadcast_to(a, shape) if a.shape != shape else a for a in arrays]
+    arrays = [a.rechunk(arrays[0].chunks) for a in arrays]
+    meta = meta_from_array(arrays[0]._meta, ndim=len(shape), dtype=dtype)
+    cut = any(len(c) > 1 for c in arrays[0].chunks[len(shape) - core :])
+    if not cut or not any(before or after for before, after in halos):
+        return da.map_blocks(block_function, *arrays, dtype=dtype, meta=meta)
+    arrays = [_core_chunks(a, halos) for a in arrays]
+    depth, boundary = overlap_depth(halos, arrays[0].chunks, wrap)
+    return da.map_overlap(
+        block_function, *arrays, depth=depth, boundary=boundary, trim=True,
+        dtype=dtype, meta=meta, align_arrays=False,
+    )
+
+
+class _BlockStencil:
+    """Picklable ``blocks -> block`` function: the stencil with its call options bound."""
+
+    def __init__(self, stencil: Stencil, scalars: list[Any], mode: str, cval: Any, dtype: np.dtype):
+        self.stencil = stencil.with_options(dtype=dtype)
+        self.scalars = scalars
+        self.mode = mode
+        self.cval = cval
+
+    def __call__(self, *blocks: Any) -> Any:
+        with single_threaded():
+            return self.stencil(*blocks, *self.scalars, boundary=self.mode, cval=self.cval)
+
+    def __dask_tokenize__(self) -> tuple:
+        from dask.base import tokenize
+
+        return ("BlockStencil", tokenize(self.stencil), tokenize(self.scalars), self.mode, self.cval)
+
+
+def apply_dask(
+    stencil: Stencil, arrays: list[Any], scalars: list[Any], *, mode: str, cval: Any
+) -> da.Array:
+    """Lazy result of ``stencil`` on Dask (or mixed Dask/NumPy) arrays."""
+    arrays = [a if is_dask_array(a) else da.asarray(a) for a in arrays]
+    check_shapes(stencil, arrays)
+    in_dtypes = [check_dtype(a.dtype, f"{stencil.name}: input {i}") for i, a in enumerate(arrays)]
+    fill_values(cval, in_dtypes, stencil.name)  # refuse a bad cval now, not inside a worker
+    dtype = result_dtype(in_dtypes, stencil.dtype)
+    block = _BlockStencil(stencil, scalars, mode, cval, dtype)
+    return map_stencil_blocks(block, arrays, stencil.halo, wrap=mode == "wrap", dtype=dtype)

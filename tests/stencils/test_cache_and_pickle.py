@@ -1,0 +1,52 @@
+"""Compiled code is reused: in-process per specialisation, across processes from disk; stencils pickle."""
+
+import pickle
+import subprocess
+import sys
+import textwrap
+
+import cloudpickle
+import numpy as np
+
+import stencilpipe as sp
+from kernels import smooth
+
+
+def test_a_specialisation_is_compiled_once_per_dtype_and_mode():
+    x = np.arange(30, dtype=np.uint8).reshape(5, 6)
+    smooth(x)
+    first = smooth.compiled((x.dtype,), x.dtype, "reflect")
+    smooth(x + 1)
+    assert smooth.compiled((x.dtype,), x.dtype, "reflect") is first
+    assert smooth.compiled((np.dtype(np.float32),), np.dtype(np.float32), "reflect") is not first
+
+
+def test_a_fresh_process_loads_the_compiled_kernel_from_disk(tmp_path):
+    script = textwrap.dedent(
+        """
+        import numpy as np, stencilpipe as sp
+        f = sp.library.mean(3)
+        x = np.ones((8, 8), np.uint16)
+        f(x)
+        stats = f.compiled((x.dtype,), x.dtype, "reflect").apply.stats
+        print(sum(stats.cache_hits.values()), sum(stats.cache_misses.values()))
+        """
+    )
+    env = {"STENCILPIPE_CACHE_DIR": str(tmp_path), "PATH": ""}
+    runs = [
+        subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+        for _ in range(2)
+    ]
+    first, second = (run.stdout.split() for run in runs)
+    assert (first, second) == (["0", "1"], ["1", "0"])  # compiled, then loaded
+    assert list(tmp_path.glob("kernels/*.py")) and list(tmp_path.glob("kernels/__pycache__/*.nbc"))
+
+
+def test_stencils_pickle_without_compiled_code_and_compute_the_same():
+    x = np.random.default_rng(0).integers(0, 255, (12, 13), dtype=np.uint8)
+    want = smooth(x)
+    gaussian = sp.library.gaussian(1.0)
+    copies = [pickle.loads(cloudpickle.dumps(s)) for s in (smooth, gaussian)]
+    assert all(copy._compiled == {} for copy in copies)
+    np.testing.assert_array_equal(copies[0](x), want)
+    np.testing.assert_array_equal(copies[1](x), gaussian(x))
