@@ -12,7 +12,7 @@ help:  ## list the targets
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[cluster,test,bench]"
+	$(PY) -m pip install --quiet -e ".[cluster,demo,test,bench]"
 	touch $(STAMP)
 
 demo: $(STAMP)  ## set up, then run the main job on a sample stack
@@ -25,7 +25,7 @@ bench: $(STAMP)  ## set up, then print the benchmark ratios
 	$(PY) benchmarks/run.py
 
 lint: $(STAMP)  ## ruff over the sources and tests
-	$(PY) -m pip install --quiet ruff && $(VENV)/bin/ruff check src tests benchmarks
+	$(PY) -m pip install --quiet ruff && $(VENV)/bin/ruff check src tests benchmarks && $(VENV)/bin/ruff format --check src
 
 clean:  ## remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .hypothesis

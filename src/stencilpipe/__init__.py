@@ -7,17 +7,33 @@
 """
 
 from . import library
-from .errors import BoundaryError, ImageStackError, KernelError, StencilpipeError
+from .errors import (
+    BoundaryError,
+    ClusterError,
+    ConfigError,
+    ImageStackError,
+    KernelError,
+    StencilpipeError,
+)
+from .io import StackInfo, TargetError, WriteReport, imread, imsave, inspect
 from .stencils import Chain, Stencil, chain, stencil
 
 __all__ = [
     "BoundaryError",
     "Chain",
+    "ClusterError",
+    "ConfigError",
     "ImageStackError",
     "KernelError",
+    "StackInfo",
     "Stencil",
     "StencilpipeError",
+    "TargetError",
+    "WriteReport",
     "chain",
+    "imread",
+    "imsave",
+    "inspect",
     "library",
     "stencil",
 ]

@@ -16,7 +16,8 @@ from __future__ import annotations
 import itertools
 import linecache
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -128,13 +129,15 @@ def gaussian(
 
 
 def _weighted_sum(name: str, terms: dict[tuple[int, ...], float]) -> str:
-    """Kernel source returning ``sum(weight * x[offset])``, one term a statement, zero weights left out.
+    """Kernel source returning ``sum(weight * x[offset])``, a statement per nonzero term.
 
     Statements rather than one long expression: a 9x9x9 gaussian has 729 terms,
     and an expression that long nests too deep for Python's parser.
     """
     start = "0.0" if any(isinstance(w, float) for w in terms.values()) else "0"
-    lines = [f"    total += {w!r} * x[{', '.join(map(str, offset))}]" for offset, w in terms.items() if w]
+    lines = [
+        f"    total += {w!r} * x[{', '.join(map(str, offset))}]" for offset, w in terms.items() if w
+    ]
     return f"def {name}(x):\n    total = {start}\n" + "\n".join(lines) + "\n    return total\n"
 
 
@@ -178,8 +181,10 @@ def laplace(*, ndim: int = 2, **options: Any) -> Stencil:
     for d in range(ndim):
         before = tuple(-1 if k == d else 0 for k in range(ndim))
         after = tuple(1 if k == d else 0 for k in range(ndim))
-        axes.append(f"(x[{', '.join(map(str, before))}] - 2 * x[{', '.join(map(str, centre))}]"
-                    f" + x[{', '.join(map(str, after))}])")
+        axes.append(
+            f"(x[{', '.join(map(str, before))}] - 2 * x[{', '.join(map(str, centre))}]"
+            f" + x[{', '.join(map(str, after))}])"
+        )
     source = "def laplace(x):\n    return " + " + ".join(axes) + "\n"
     return _from_source("laplace", source, {}, **options)
 
@@ -246,7 +251,10 @@ def median(size: int | Sequence[int] = 3, *, ndim: int = 2, **options: Any) -> S
     offsets = list(itertools.product(*(range(first, last + 1) for first, last in window)))
     rank = len(offsets) // 2
     lines = [f"    v{k} = x[{', '.join(map(str, offset))}]" for k, offset in enumerate(offsets)]
-    lines += [f"    v{a}, v{b} = min(v{a}, v{b}), max(v{a}, v{b})" for a, b in _selection_network(len(offsets), rank)]
+    lines += [
+        f"    v{a}, v{b} = min(v{a}, v{b}), max(v{a}, v{b})"
+        for a, b in _selection_network(len(offsets), rank)
+    ]
     source = "def median(x):\n" + "\n".join(lines) + f"\n    return v{rank}\n"
     return _from_source("median", source, {}, **options)
 

@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kernels import declared_window, diff, lopsided, smooth, thresh, volume
+
 from oracle import MODES, kernel_by_loop
 
 DTYPES = [np.uint8, np.uint16, np.int16, np.int32, np.float32, np.float64]
@@ -22,7 +23,12 @@ def random_array(shape, dtype, seed=0):
 def check(stencil, arrays, scalars=(), *, mode="reflect", cval=0, **call):
     got = stencil(*arrays, *scalars, boundary=mode, cval=cval, **call)
     want = kernel_by_loop(
-        stencil.func, arrays, scalars, halo=stencil.halo, mode=mode, cval=cval,
+        stencil.func,
+        arrays,
+        scalars,
+        halo=stencil.halo,
+        mode=mode,
+        cval=cval,
         out_dtype=got.dtype if stencil.dtype is None else stencil.dtype,
     )
     assert got.dtype == want.dtype

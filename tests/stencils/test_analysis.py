@@ -4,9 +4,9 @@ import re
 
 import numpy as np
 import pytest
+from kernels import declared_window, diff, lopsided, smooth, thresh, volume
 
 import stencilpipe as sp
-from kernels import declared_window, diff, lopsided, smooth, thresh, volume
 
 
 def test_halo_ndim_signature_of_the_seed_kernel():

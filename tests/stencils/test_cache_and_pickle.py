@@ -7,9 +7,9 @@ import textwrap
 
 import cloudpickle
 import numpy as np
+from kernels import smooth
 
 import stencilpipe as sp
-from kernels import smooth
 
 
 def test_a_specialisation_is_compiled_once_per_dtype_and_mode():
@@ -34,7 +34,9 @@ def test_a_fresh_process_loads_the_compiled_kernel_from_disk(tmp_path):
     )
     env = {"STENCILPIPE_CACHE_DIR": str(tmp_path), "PATH": ""}
     runs = [
-        subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+        subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+        )
         for _ in range(2)
     ]
     first, second = (run.stdout.split() for run in runs)

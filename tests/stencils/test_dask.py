@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kernels import declared_window, diff, lopsided, smooth, volume
-from oracle import MODES
 
 import stencilpipe as sp
+from oracle import MODES
 
 
 @pytest.fixture(autouse=True)
@@ -82,7 +82,10 @@ def test_dtype_and_errors_are_known_before_compute():
 @given(stack=chunked_stacks(), modes=st.lists(st.sampled_from(MODES), min_size=2, max_size=3))
 def test_a_chain_equals_its_stages_applied_in_turn(stack, modes):
     values, chunks = stack
-    stages = [kernel.with_options(boundary=mode) for kernel, mode in zip([lopsided, smooth, declared_window], modes)]
+    stages = [
+        kernel.with_options(boundary=mode)
+        for kernel, mode in zip([lopsided, smooth, declared_window], modes)
+    ]
     pipeline = sp.chain(*stages)
     want = values
     for stage in stages:

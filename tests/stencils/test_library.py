@@ -82,9 +82,14 @@ def test_integer_sobel_saturates():
 
 def test_three_dimensional_filters():
     np.testing.assert_allclose(
-        sp.library.gaussian(1.0, ndim=3)(VOLUME), ndi.gaussian_filter(VOLUME, 1.0), rtol=1e-6, atol=1e-9
+        sp.library.gaussian(1.0, ndim=3)(VOLUME),
+        ndi.gaussian_filter(VOLUME, 1.0),
+        rtol=1e-6,
+        atol=1e-9,
     )
-    np.testing.assert_array_equal(sp.library.median(3, ndim=3)(VOLUME), ndi.median_filter(VOLUME, 3))
+    np.testing.assert_array_equal(
+        sp.library.median(3, ndim=3)(VOLUME), ndi.median_filter(VOLUME, 3)
+    )
     np.testing.assert_allclose(sp.library.laplace(ndim=3)(VOLUME), ndi.laplace(VOLUME), atol=1e-12)
 
 

@@ -9,7 +9,8 @@ starts on 127.0.0.1 with the configured workers.
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import dask
 

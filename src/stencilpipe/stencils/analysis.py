@@ -13,8 +13,9 @@ import ast
 import builtins
 import inspect
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import KernelError
 
@@ -98,7 +99,11 @@ def index_interval(
         value = env.get(node.id)
         if isinstance(value, int) and not isinstance(value, bool):
             return (value, value)
-        if hasattr(value, "dtype") and getattr(value, "shape", None) == () and value.dtype.kind in "iu":
+        if (
+            hasattr(value, "dtype")
+            and getattr(value, "shape", None) == ()
+            and value.dtype.kind in "iu"
+        ):
             return (int(value), int(value))
         return None
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
@@ -120,7 +125,9 @@ def index_interval(
     return None
 
 
-def _range_interval(node: ast.For, loops: dict[str, Interval], env: dict[str, Any]) -> Interval | None:
+def _range_interval(
+    node: ast.For, loops: dict[str, Interval], env: dict[str, Any]
+) -> Interval | None:
     """The values a ``for v in range(...)`` loop variable takes, if its bounds are known."""
     call = node.iter
     if not (
@@ -273,6 +280,7 @@ def analyse_kernel(
     name = fn.name
     filename = inspect.getsourcefile(func) or "<unknown>"
     first_line = inspect.getsourcelines(func)[1]
+
     # The parsed tree starts at the decorators; line 1 of the tree is first_line.
     def where(node: ast.AST | None = None) -> str:
         return _where(filename, first_line, node)

@@ -112,7 +112,7 @@ def cpu_module_source(
     prelude: str,
     cache: bool,
 ) -> PointSource:
-    """Source of a module whose ``apply(*arrays, out, *scalars, *cvals, start, stop)`` runs the kernel.
+    """Source of a module whose ``apply(*arrays, out, *scalars, *cvals, start, stop)`` runs.
 
     Arrays and ``out`` carry one leading batch axis before the kernel's core axes;
     ``cvals`` are the constant-mode fill values, one per array, already widened;

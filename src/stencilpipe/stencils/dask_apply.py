@@ -11,7 +11,8 @@ of the array: its halo comes from Dask's ``periodic`` overlap instead.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import dask.array as da
 import numpy as np
@@ -73,8 +74,12 @@ def _core_chunks(array: da.Array, halos: Sequence[tuple[int, int]]) -> da.Array:
 
 
 def map_stencil_blocks(
-    block_function, arrays: list[da.Array], halos: Sequence[tuple[int, int]], *,
-    wrap: bool, dtype: np.dtype,
+    block_function,
+    arrays: list[da.Array],
+    halos: Sequence[tuple[int, int]],
+    *,
+    wrap: bool,
+    dtype: np.dtype,
 ) -> da.Array:
     """Apply ``block_function`` (blocks -> block) with the halos it needs, whatever the chunking.
 
@@ -91,8 +96,14 @@ def map_stencil_blocks(
     arrays = [_core_chunks(a, halos) for a in arrays]
     depth, boundary = overlap_depth(halos, arrays[0].chunks, wrap)
     return da.map_overlap(
-        block_function, *arrays, depth=depth, boundary=boundary, trim=True,
-        dtype=dtype, meta=meta, align_arrays=False,
+        block_function,
+        *arrays,
+        depth=depth,
+        boundary=boundary,
+        trim=True,
+        dtype=dtype,
+        meta=meta,
+        align_arrays=False,
     )
 
 
@@ -112,7 +123,13 @@ class _BlockStencil:
     def __dask_tokenize__(self) -> tuple:
         from dask.base import tokenize
 
-        return ("BlockStencil", tokenize(self.stencil), tokenize(self.scalars), self.mode, self.cval)
+        return (
+            "BlockStencil",
+            tokenize(self.stencil),
+            tokenize(self.scalars),
+            self.mode,
+            self.cval,
+        )
 
 
 def apply_dask(

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import functools
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -41,13 +40,14 @@ def _fill_value(cval: Any, dtype: np.dtype) -> Any:
 
 
 def check_shapes(stencil: Stencil, arrays: list[Any]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """``(batch shape, core shape)`` of the inputs, or a :class:`KernelError` saying what differs."""
+    """``(batch shape, core shape)`` of the inputs, or a :class:`KernelError` on a mismatch."""
     core = stencil.ndim
     for position, array in enumerate(arrays):
         if array.ndim < core:
             raise KernelError(
                 f"{stencil.name}: input {position} has {array.ndim} dimension(s), but the kernel "
-                f"reads {core} ({stencil.signature}); add leading axes or use a {array.ndim}-D kernel"
+                f"reads {core} ({stencil.signature}); add leading axes or use a "
+                f"{array.ndim}-D kernel"
             )
     shapes = {a.shape[a.ndim - core :] for a in arrays}
     if len(shapes) != 1:
@@ -91,9 +91,19 @@ def apply_numpy(
     ]
     # Reshaping a C-contiguous out= is a view; any other layout is computed aside and copied in.
     writes_through = out.flags.c_contiguous
-    target = out.reshape(flat_shape) if writes_through else np.empty(out.shape, out.dtype).reshape(flat_shape)
+    target = (
+        out.reshape(flat_shape)
+        if writes_through
+        else np.empty(out.shape, out.dtype).reshape(flat_shape)
+    )
     apply = stencil.compiled(tuple(in_dtypes), out.dtype, mode)
-    apply(*flat_inputs, target, *scalars, *fill_values(cval, in_dtypes, stencil.name), rows=work_rows(target.shape))
+    apply(
+        *flat_inputs,
+        target,
+        *scalars,
+        *fill_values(cval, in_dtypes, stencil.name),
+        rows=work_rows(target.shape),
+    )
     if not writes_through:
         out[...] = target.reshape(out.shape)
     return out

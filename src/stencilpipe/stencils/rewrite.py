@@ -70,7 +70,11 @@ class _AccessRewriter(ast.NodeTransformer):
         if self.border:
             call = ast.Call(
                 func=ast.Name(id=f"_sp_load_{array}", ctx=ast.Load()),
-                args=[ast.Name(id=array, ctx=ast.Load()), *shifted, ast.Name(id=f"_sp_cval_{array}", ctx=ast.Load())],
+                args=[
+                    ast.Name(id=array, ctx=ast.Load()),
+                    *shifted,
+                    ast.Name(id=f"_sp_cval_{array}", ctx=ast.Load()),
+                ],
                 keywords=[],
             )
             return ast.copy_location(call, node)
@@ -80,7 +84,9 @@ class _AccessRewriter(ast.NodeTransformer):
             ctx=ast.Load(),
         )
         widen = ast.Call(
-            func=ast.Attribute(value=ast.Name(id="_sp_np", ctx=ast.Load()), attr=self.wide[array], ctx=ast.Load()),
+            func=ast.Attribute(
+                value=ast.Name(id="_sp_np", ctx=ast.Load()), attr=self.wide[array], ctx=ast.Load()
+            ),
             args=[read],
             keywords=[],
         )
@@ -114,8 +120,11 @@ def _point_function(
     fn = ast.FunctionDef(
         name=name,
         args=ast.arguments(
-            posonlyargs=[], args=[ast.arg(arg=p) for p in params], kwonlyargs=[],
-            kw_defaults=[], defaults=[],
+            posonlyargs=[],
+            args=[ast.arg(arg=p) for p in params],
+            kwonlyargs=[],
+            kw_defaults=[],
+            defaults=[],
         ),
         body=body,
         decorator_list=[ast.Name(id="inlined" if not border else "device", ctx=ast.Load())],
@@ -180,11 +189,15 @@ def point_functions(
         return first_line + sum(c.count("\n") + 2 for c in chunks)
 
     body = unroll_constant_loops(info.body, env)
-    interior = _point_function(info, body, "_sp_interior", arrays + scalars + centre, wide, False, next_line() - 1)
+    interior = _point_function(
+        info, body, "_sp_interior", arrays + scalars + centre, wide, False, next_line() - 1
+    )
     add(interior.source, interior.line_map)
     for array in arrays:
         add(_load_function(array, info.ndim, wide[array], mode))
-    border = _point_function(info, body, "_sp_border", arrays + scalars + cvals + centre, wide, True, next_line() - 1)
+    border = _point_function(
+        info, body, "_sp_border", arrays + scalars + cvals + centre, wide, True, next_line() - 1
+    )
     add(border.source, border.line_map)
     return PointSource("\n\n".join(chunks) + "\n", line_map)
 
@@ -195,7 +208,11 @@ def _literal(value: Any) -> str | None:
         return repr(value)
     if isinstance(value, np.generic) and value.dtype.kind in "biuf":
         return f"_sp_np.{value.dtype.name}({value.item()!r})"
-    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf" and value.size <= _MAX_INLINE_ARRAY:
+    if (
+        isinstance(value, np.ndarray)
+        and value.dtype.kind in "biuf"
+        and value.size <= _MAX_INLINE_ARRAY
+    ):
         return f"_sp_np.array({value.tolist()!r}, dtype=_sp_np.{value.dtype.name})"
     return None
 

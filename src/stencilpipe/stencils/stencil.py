@@ -11,7 +11,8 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -107,7 +108,10 @@ class Stencil:
             raise TypeError(f"with_options() got unknown option(s): {', '.join(sorted(unknown))}")
         merged = {"boundary": self.boundary, "cval": self.cval, "dtype": self.dtype, **options}
         return Stencil(
-            self.func, neighborhood=self.neighborhood, _info=self.info, _compiled=self._compiled,
+            self.func,
+            neighborhood=self.neighborhood,
+            _info=self.info,
+            _compiled=self._compiled,
             **merged,
         )
 
@@ -118,7 +122,15 @@ class Stencil:
         env = kernel_env(self.func)
         constants = {name: env[name] for name in sorted(self.info.free_names) if name in env}
         body = "\n".join(ast.dump(statement) for statement in self.info.body)
-        return ("Stencil", self.name, body, tokenize(constants), self.boundary, self.cval, str(self.dtype))
+        return (
+            "Stencil",
+            self.name,
+            body,
+            tokenize(constants),
+            self.boundary,
+            self.cval,
+            str(self.dtype),
+        )
 
     # -- pickling: compiled code stays behind, each process compiles (and disk-caches) its own --
     def __getstate__(self) -> dict[str, Any]:
@@ -134,7 +146,9 @@ class Stencil:
         fill = self.cval if cval is None else cval
         if any(is_dask_array(a) for a in arrays):
             if out is not None:
-                raise TypeError(f"{self.name}: out= is not supported for dask arrays (results are lazy)")
+                raise TypeError(
+                    f"{self.name}: out= is not supported for dask arrays (results are lazy)"
+                )
             return apply_dask(self, arrays, scalars, mode=mode, cval=fill)
         return apply_numpy(self, arrays, scalars, out=out, mode=mode, cval=fill)
 
@@ -154,11 +168,14 @@ class Stencil:
         for name, value in zip(info.scalar_params, scalars):
             if np.ndim(value) != 0 or not isinstance(value, (int, float, bool, np.generic)):
                 raise TypeError(
-                    f"{self.name}: scalar parameter {name!r} must be a number, got {type(value).__name__}"
+                    f"{self.name}: scalar parameter {name!r} must be a number, "
+                    f"got {type(value).__name__}"
                 )
         return list(args[:n_arrays]), scalars
 
-    def compiled(self, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str) -> Callable[..., Any]:
+    def compiled(
+        self, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str
+    ) -> Callable[..., Any]:
         """The compiled ``apply`` for one specialisation, generated on first use."""
         key = (in_dtypes, out_dtype, mode)
         apply = self._compiled.get(key)
@@ -211,7 +228,11 @@ class _CompileErrorTranslator:
         lines = [int(n) for n in re.findall(re.escape(self.path) + r'", line (\d+)', text)]
         lines += [int(n) for n in re.findall(re.escape(self.path) + r" \((\d+)\)", text)]
         kernel_lines = [self.line_map[n] for n in lines if n in self.line_map]
-        where = info.where() if not kernel_lines else f"{info.filename}:{info.lineno + kernel_lines[0] - 1}"
+        where = (
+            info.where()
+            if not kernel_lines
+            else f"{info.filename}:{info.lineno + kernel_lines[0] - 1}"
+        )
         reason = next(
             (
                 line.strip()

@@ -11,8 +11,9 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterator
+from typing import Any
 
 __all__ = ["get_num_threads", "set_num_threads", "run_rows", "single_threaded"]
 

@@ -65,7 +65,9 @@ def _size(statements: list[ast.stmt]) -> int:
     return sum(isinstance(n, ast.stmt) for s in statements for n in ast.walk(s))
 
 
-def _unroll_block(statements: list[ast.stmt], env: dict[str, Any], budget: list[int]) -> list[ast.stmt]:
+def _unroll_block(
+    statements: list[ast.stmt], env: dict[str, Any], budget: list[int]
+) -> list[ast.stmt]:
     result: list[ast.stmt] = []
     for statement in statements:
         if isinstance(statement, ast.For):
@@ -75,11 +77,15 @@ def _unroll_block(statements: list[ast.stmt], env: dict[str, Any], budget: list[
                 budget[0] -= cost
                 name = statement.target.id  # type: ignore[attr-defined]
                 for value in values:
-                    body = [_Substitute(name, value).visit(copy.deepcopy(s)) for s in statement.body]
+                    body = [
+                        _Substitute(name, value).visit(copy.deepcopy(s)) for s in statement.body
+                    ]
                     result.extend(_unroll_block(body, env, budget))
                 if len(values):
                     # Python leaves the loop variable at its last value; so do we.
-                    last = ast.Assign(targets=[ast.Name(name, ast.Store())], value=ast.Constant(values[-1]))
+                    last = ast.Assign(
+                        targets=[ast.Name(name, ast.Store())], value=ast.Constant(values[-1])
+                    )
                     result.append(ast.copy_location(last, statement))
                 continue
         for field in ("body", "orelse"):

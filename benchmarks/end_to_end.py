@@ -1,0 +1,77 @@
+"""End to end: 200 uint8 2048x2048 TIFFs in, 3x3 mean, 200 out, against its anchors in one run.
+
+* stencilpipe: ``stencilpipe.pipeline.run`` on the embedded cluster (2 worker processes x 1 thread);
+* seed 004's plain for-loop: read, smooth (numba.stencil + guvectorize), write, one file at a time;
+* the same for-loop with stencilpipe's compiled smooth (to separate loop overhead from kernel speed);
+* the I/O-only limit: ``imsave(imread(src), dst)`` on the same cluster, no compute (what
+  ``benchmarks/io_speed.py`` measures, with its fsync per file).
+
+Run: ``python benchmarks/end_to_end.py`` (a few minutes, 3 GiB of free disk).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import tifffile
+
+sys.path.insert(0, os.path.dirname(__file__))
+from common import print_table  # noqa: E402
+from stencil_cpu import seed_smooth, smooth  # noqa: E402
+
+from stencilpipe.cluster import connect  # noqa: E402
+from stencilpipe.io import imread, imsave  # noqa: E402
+from stencilpipe.pipeline import parse_config, run  # noqa: E402
+
+FRAMES = int(os.environ.get("BENCH_FRAMES", 200))
+SIZE = 2048
+
+
+def timed(action) -> float:
+    start = time.perf_counter()
+    action()
+    return time.perf_counter() - start
+
+
+def for_loop(kernel, src: Path, dst: Path) -> None:
+    dst.mkdir()
+    for path in sorted(src.iterdir()):
+        tifffile.imwrite(dst / path.name, kernel(tifffile.imread(path)))
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as tmp:
+        src = Path(tmp) / "in"
+        src.mkdir()
+        base = np.random.default_rng(0).integers(0, 256, (SIZE, SIZE), dtype=np.uint8)
+        for i in range(FRAMES):
+            tifffile.imwrite(src / f"frame_{i:03d}.tif", base + np.uint8(i))
+        smooth(base)  # compile outside the timings
+        config = parse_config(
+            {
+                "input": str(src),
+                "output": str(Path(tmp) / "pipeline"),
+                "stages": [{"stencil": f"{Path(__file__).resolve().parent / 'stencil_cpu.py'}:smooth"}],
+                "cluster": {"n_workers": 2, "threads_per_worker": 1},
+                "resume": False,
+            }
+        )
+        run(config)  # warm-up: compiles on the workers, fills the disk cache
+        shutil.rmtree(Path(tmp) / "pipeline")
+        rows = [("stencilpipe run, embedded cluster 2x1", timed(lambda: run(config)))]
+        with connect(config.cluster) as client:
+            io_only = imsave(imread(str(src)), str(Path(tmp) / "io"), compute=False)
+            rows.append(("I/O only: imsave(imread()) on the cluster", timed(lambda: client.compute(io_only).result())))
+        rows.append(("for-loop, seed 004 numba.stencil smooth", timed(lambda: for_loop(seed_smooth, src, Path(tmp) / "seed"))))
+        rows.append(("for-loop, stencilpipe smooth", timed(lambda: for_loop(smooth, src, Path(tmp) / "loop"))))
+    print_table(f"end to end, {FRAMES} x {SIZE}x{SIZE} uint8 TIFFs, 3x3 mean", rows, rows[0][0])
+
+
+if __name__ == "__main__":
+    main()

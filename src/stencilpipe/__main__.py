@@ -1,0 +1,5 @@
+"""``python -m stencilpipe`` is the ``stencilpipe`` command."""
+
+from .cli import main
+
+main()

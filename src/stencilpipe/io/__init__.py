@@ -1,0 +1,21 @@
+"""Read image stacks lazily and write them back atomically, in parallel, resumably.
+
+>>> import os, tempfile
+>>> import numpy as np
+>>> from stencilpipe.io import imread, imsave
+>>> folder = tempfile.mkdtemp()
+>>> report = imsave(np.zeros((2, 32, 40), np.uint8), os.path.join(folder, "in", "*.png"))
+>>> stack = imread(os.path.join(folder, "in"))
+>>> print(imsave(stack + 1, os.path.join(folder, "out")))  # doctest: +ELLIPSIS
+/.../out: wrote 2 frames (...)
+>>> sorted(os.listdir(os.path.join(folder, "out")))
+['00000.tif', '00001.tif']
+"""
+
+from .errors import TargetError
+from .plan import WriteReport
+from .read import imread, inspect
+from .stackinfo import StackInfo, source_names
+from .write import imsave
+
+__all__ = ["StackInfo", "TargetError", "WriteReport", "imread", "imsave", "inspect", "source_names"]

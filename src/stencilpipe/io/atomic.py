@@ -1,0 +1,72 @@
+"""Atomic file writes: a temporary name in the final directory, fsync, then ``os.replace``.
+
+A reader (or a resumed run) never sees a partial file under its final name: the bytes go
+to ``.<name>.<run>-<unique>.tmp`` beside it, and only a complete, fsync'd file is renamed
+into place. A task that fails removes its temporary file; a process killed mid-write leaves
+one behind, which :func:`remove_stale_temps` deletes when the next run starts.
+
+The ``run`` part of the name tells runs apart, so that cleaning up stale files (which a
+cluster may repeat when a worker dies) never deletes the files its own run is writing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO
+
+__all__ = ["new_run", "remove_stale_temps", "write_atomic"]
+
+_TEMP_NAME = re.compile(r"^\..+\.(?P<run>[0-9a-f]{12})-[0-9a-f]{12}\.tmp$")
+
+
+def new_run() -> str:
+    """A fresh run id (12 hex digits) to pass to :func:`write_atomic`."""
+    return uuid.uuid4().hex[:12]
+
+
+def write_atomic(
+    path: str | os.PathLike[str], write: Callable[[BinaryIO], object], *, run: str | None = None
+) -> int:
+    """Call ``write(fh)`` on a temporary file, then move it to ``path``; return its size.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> write_atomic(os.path.join(folder, "a.txt"), lambda fh: fh.write(b"hello"))
+    5
+    >>> os.listdir(folder)
+    ['a.txt']
+    """
+    final = Path(path)
+    temp = final.with_name(f".{final.name}.{run or new_run()}-{new_run()}.tmp")
+    try:
+        with open(temp, "xb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+            size = os.fstat(fh.fileno()).st_size
+        os.replace(temp, final)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    return size
+
+
+def remove_stale_temps(directory: str | os.PathLike[str], run: str) -> int:
+    """Delete the temporary files that runs other than ``run`` left in ``directory``.
+
+    Returns how many were deleted. Another run still writing into ``directory`` loses its
+    temporary files (and fails): give concurrent writes distinct targets.
+    """
+    removed = 0
+    for entry in os.scandir(directory):
+        match = _TEMP_NAME.match(entry.name)
+        if match and match["run"] != run and entry.is_file(follow_symlinks=False):
+            Path(entry.path).unlink(missing_ok=True)
+            removed += 1
+    return removed

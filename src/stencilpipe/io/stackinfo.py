@@ -1,0 +1,131 @@
+"""What an opened stack is (:class:`StackInfo`), and the registry that finds it again.
+
+:func:`~stencilpipe.io.imread` registers each array it returns under the array's
+``.name``. Every array computed from it keeps that name among the layers of its task
+graph, so the writer can still tell where its frames came from: their names (to mirror
+them in the output) and the input files (never to be overwritten).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+import dask.array as da
+import numpy as np
+from dask.utils import format_bytes
+
+__all__ = ["StackInfo", "inputs_of", "register", "source_names"]
+
+
+@dataclass(frozen=True)
+class StackInfo:
+    """An image stack as opened from its headers, before any pixel is read.
+
+    Attributes
+    ----------
+    source : str
+        The path, directory or glob as given.
+    kind : str
+        ``"files"`` (one frame per file), ``"tiff"`` (the pages of one TIFF file) or
+        ``"zarr"`` (a Zarr array or OME-Zarr image).
+    files : tuple of str
+        The files read, in frame order (for ``"tiff"`` and ``"zarr"``, the one path).
+    frame_names : tuple of str or None
+        Each frame's file name without its extension, for ``"files"`` stacks.
+    shape : tuple of int
+        ``(frames, y, x)``, or ``(frames, y, x, c)`` for colour.
+    dtype : numpy.dtype
+    chunks : tuple of tuple of int
+        The Dask chunks of the array.
+    bad_files : tuple of (str, str)
+        ``(path, reason)`` for each file left out by ``skip_bad=True``.
+    """
+
+    source: str
+    kind: str
+    files: tuple[str, ...]
+    frame_names: tuple[str, ...] | None
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    chunks: tuple[tuple[int, ...], ...]
+    bad_files: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def frames(self) -> int:
+        """How many frames the stack has."""
+        return self.shape[0]
+
+    @property
+    def nbytes(self) -> int:
+        """Size of the whole stack in memory, in bytes."""
+        return math.prod(self.shape) * self.dtype.itemsize
+
+    def summary(self) -> str:
+        """A few aligned lines for people (what ``str(info)`` gives)."""
+        colour = f"colour ({self.shape[-1]} channels)" if len(self.shape) == 4 else "gray"
+        blocks = math.prod(len(c) for c in self.chunks)
+        largest = tuple(max(c) for c in self.chunks)
+        origin = {"tiff": "pages of one TIFF file", "zarr": "a Zarr store"}.get(
+            self.kind, _count(len(self.files), "file")
+        )
+        lines = [
+            f"source   {self.source} ({origin})",
+            f"frames   {self.frames}",
+            f"shape    {self.shape} {self.dtype}, {colour}",
+            f"size     {format_bytes(self.nbytes)}",
+            f"chunks   {_count(blocks, 'chunk')} of up to {largest}",
+        ]
+        if self.bad_files:
+            lines.append(f"skipped  {_count(len(self.bad_files), 'bad file')}:")
+            lines += [f"  {os.path.basename(path)}: {why}" for path, why in self.bad_files]
+        return "\n".join(lines)
+
+    __str__ = summary
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+_REGISTRY: dict[str, StackInfo] = {}
+
+
+def register(array: da.Array, info: StackInfo) -> None:
+    """Remember that ``array`` (by its name) is the stack ``info`` describes."""
+    _REGISTRY[array.name] = info
+
+
+def inputs_of(array: da.Array) -> list[StackInfo]:
+    """The registered stacks that ``array`` is computed from (found in its graph's layers)."""
+    return [_REGISTRY[name] for name in array.dask.layers if name in _REGISTRY]
+
+
+def source_names(array: da.Array) -> list[str] | None:
+    """The frame names of the stack that ``array`` is computed from, when there is one.
+
+    The names come back when exactly one set of named input frames is found in the
+    array's task graph and it has as many frames as ``array`` (a transform that reorders
+    frames without changing their number still gets the input order: pass ``names=`` to
+    :func:`~stencilpipe.io.imsave` then). Arrays that were persisted lose their graph,
+    and with it their names.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from PIL import Image
+    >>> from stencilpipe.io import imread
+    >>> folder = tempfile.mkdtemp()
+    >>> for name in ["img_10", "img_2"]:
+    ...     Image.fromarray(np.zeros((4, 5), np.uint8)).save(os.path.join(folder, name + ".png"))
+    >>> source_names(imread(folder) + 1)
+    ['img_2', 'img_10']
+    """
+    candidates = {
+        info.frame_names
+        for info in inputs_of(array)
+        if info.frame_names is not None and info.frames == array.shape[0]
+    }
+    return list(candidates.pop()) if len(candidates) == 1 else None

@@ -1,0 +1,121 @@
+"""Where a write goes: parse the target, name each output file, refuse unsafe targets."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import PurePath
+
+from .errors import TargetError
+from .stackinfo import StackInfo
+
+__all__ = ["Target", "check_inputs", "output_paths", "parse_target"]
+
+_DEFAULT_PATTERN = "*.tif"
+
+
+@dataclass(frozen=True)
+class Target:
+    """A parsed target: a Zarr store, or a directory and a file-name pattern."""
+
+    given: str
+    directory: str
+    pattern: str
+    zarr: bool
+    ome: bool
+
+    @property
+    def extension(self) -> str:
+        """The file extension of the outputs, such as ``".tif"``."""
+        return os.path.splitext(self.pattern)[1]
+
+
+def parse_target(target: str | os.PathLike[str]) -> Target:
+    """Parse ``"out/"``, ``"out/*.png"``, ``"out/f_{:05d}.tif"`` or ``"out.ome.zarr"``.
+
+    Examples
+    --------
+    >>> parse_target("out/frame_{:05d}.png")
+    Target(given='out/frame_{:05d}.png', directory='out', pattern='frame_{:05d}.png', \
+zarr=False, ome=False)
+    >>> parse_target("out/").pattern
+    '*.tif'
+    """
+    given = os.fspath(target)
+    if ".." in PurePath(given).parts:
+        raise TargetError(
+            f"refusing target {given!r}: it contains '..'; pass the directory it means "
+            "(for example as an absolute path)"
+        )
+    path = given.rstrip("/" + os.sep) or given
+    if path.endswith(".zarr"):
+        return Target(given, path, "", True, path.endswith(".ome.zarr"))
+    folder, name = os.path.split(path)
+    is_pattern = any(c in name for c in "*{") or bool(os.path.splitext(name)[1])
+    if given.endswith(("/", os.sep)) or os.path.isdir(path) or not is_pattern:
+        return Target(given, path, _DEFAULT_PATTERN, False, False)
+    return Target(given, folder or ".", name, False, False)
+
+
+def output_paths(target: Target, names: Sequence[str]) -> list[str]:
+    """One output path per frame name: ``*`` takes the name, ``{}`` the frame index.
+
+    A pattern without either names a single file, which takes a one-frame array.
+    """
+    pattern = target.pattern
+    if "{" in pattern:
+        try:
+            files = [pattern.format(i, name=name) for i, name in enumerate(names)]
+        except (IndexError, KeyError, ValueError) as exc:
+            raise TargetError(
+                f"bad pattern {pattern!r} ({exc}): use '{{}}' or '{{:05d}}' for the frame "
+                "index, '{name}' or '*' for the frame name"
+            ) from None
+    elif "*" in pattern:
+        files = [pattern.replace("*", name) for name in names]
+    elif len(names) == 1:
+        files = [pattern]
+    else:
+        raise TargetError(
+            f"{target.given} names one file, but the array has {len(names)} frames; use a "
+            f"pattern such as {os.path.join(target.directory, '*' + target.extension)}"
+        )
+    for name in files:
+        if os.path.basename(name) != name or name in (".", "..") or name.startswith("."):
+            raise TargetError(
+                f"refusing output file name {name!r}: it must stay in the "
+                f"target directory and not be hidden"
+            )
+    twice = [name for name, n in Counter(files).items() if n > 1]
+    if twice:
+        raise TargetError(
+            f"{len(twice)} output names occur more than once (e.g. {twice[0]!r}); "
+            "pass distinct names= or use an index pattern such as 'out/frame_{:05d}.tif'"
+        )
+    return [os.path.join(target.directory, name) for name in files]
+
+
+def check_inputs(target: Target, outputs: Sequence[str], inputs: Sequence[StackInfo]) -> None:
+    """Refuse a target that is, or lies inside, a directory of input files or a Zarr input,
+    and any output that is an input file."""
+    where = os.path.realpath(target.directory)
+    for info in inputs:
+        if info.kind == "files":
+            guarded = {os.path.dirname(os.path.realpath(f)) for f in info.files}
+        elif info.kind == "zarr":
+            guarded = {os.path.realpath(info.files[0])}
+        else:
+            guarded = set()
+        for folder in sorted(guarded):
+            if where == folder or where.startswith(folder + os.sep):
+                inside = "" if where == folder else "inside "
+                raise TargetError(
+                    f"refusing to write to {target.given}: it is {inside}{folder}, which "
+                    f"holds the input {info.source}; choose a directory outside it"
+                )
+        sources = {os.path.realpath(f) for f in info.files}
+        for path in outputs:
+            if os.path.realpath(path) in sources:
+                raise TargetError(f"refusing to overwrite the input file {path}")

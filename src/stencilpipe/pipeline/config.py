@@ -1,0 +1,317 @@
+"""The pipeline configuration: a YAML file validated by pydantic models.
+
+```yaml
+input: data/sample/*.tif
+output: out/sample/
+stages:
+  - gaussian: {sigma: 1.0}
+  - mean: {size: 3, boundary: nearest}
+  - stencil: my_kernels:smooth
+boundary: reflect
+cluster: {n_workers: 2, threads_per_worker: 1}
+resume: true
+```
+
+Errors name the key path and, when the YAML file is known, its line:
+``run.yaml:4: stages.0.gaussian.sigma: Input should be a valid number``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PositiveInt,
+    Tag,
+    ValidationError,
+    create_model,
+)
+
+from .. import library
+from ..errors import ConfigError
+from ..stencils.boundary import MODES
+
+__all__ = ["ClusterConfig", "PipelineConfig", "load_config", "parse_config", "apply_overrides"]
+
+Mode = Literal[MODES]  # type: ignore[valid-type]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ClusterConfig(_Strict):
+    """Where the pipeline runs: an embedded LocalCluster, or an existing scheduler."""
+
+    address: str | None = Field(None, description="scheduler address; null = embedded LocalCluster")
+    n_workers: PositiveInt = 2
+    threads_per_worker: PositiveInt = 1
+    processes: bool = True
+    dashboard_address: str = Field("127.0.0.1:0", description="host:port of the embedded dashboard")
+    timeout: float = Field(10.0, gt=0, description="seconds to wait for a remote scheduler")
+
+
+class StencilRef(_Strict):
+    """A user's ``@stencil`` by import path (``module:name`` or ``file.py:name``)."""
+
+    path: str = Field(pattern=r"^[^:]+:[A-Za-z_][A-Za-z0-9_]*$")
+    boundary: Mode | None = None
+    cval: float | None = None
+
+
+_OPTION_FIELDS = {
+    "boundary": (Mode | None, None),
+    "cval": (float | None, None),
+    "dtype": (str | None, None),
+}
+
+
+def _params_model(name: str, factory: Any) -> type[BaseModel]:
+    """A strict model of a library filter's parameters, read off its signature."""
+    hints = typing.get_type_hints(factory)
+    fields: dict[str, Any] = {}
+    for parameter in inspect.signature(factory).parameters.values():
+        if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+            fields.update(_OPTION_FIELDS)
+            continue
+        default = ... if parameter.default is inspect.Parameter.empty else parameter.default
+        fields[parameter.name] = (hints.get(parameter.name, Any), default)
+    return create_model(
+        f"{name}_params", __config__=ConfigDict(extra="forbid", frozen=True), **fields
+    )
+
+
+def _stage_models() -> dict[str, type[BaseModel]]:
+    models: dict[str, type[BaseModel]] = {}
+    for name, factory in library.FILTERS.items():
+        models[name] = create_model(
+            f"{name}_stage",
+            __config__=ConfigDict(extra="forbid", frozen=True),
+            **{name: (_params_model(name, factory), ...)},
+        )
+    models["stencil"] = create_model(
+        "stencil_stage",
+        __config__=ConfigDict(extra="forbid", frozen=True),
+        stencil=(StencilRef | str, ...),
+    )
+    return models
+
+
+_STAGES = _stage_models()
+
+
+def _stage_tag(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value if value in _STAGES else None
+    if isinstance(value, dict) and len(value) == 1:
+        key = next(iter(value))
+        return key if key in _STAGES else None
+    if isinstance(value, BaseModel):
+        return next(iter(type(value).model_fields))
+    return None
+
+
+def _normalise_stage(value: Any) -> Any:
+    """``- laplace`` and ``- laplace: null`` mean ``- laplace: {}``."""
+    if isinstance(value, str) and value in _STAGES:
+        return {value: {}}
+    if isinstance(value, dict) and len(value) == 1:
+        key, params = next(iter(value.items()))
+        if params is None and key != "stencil":
+            return {key: {}}
+    return value
+
+
+Stage = Annotated[
+    Union[tuple(Annotated[model, Tag(name)] for name, model in _STAGES.items())],  # noqa: UP007
+    Discriminator(
+        _stage_tag,
+        custom_error_type="unknown_stage",
+        custom_error_message=f"unknown stage; expected one of: {', '.join(_STAGES)}",
+        custom_error_context={"stages": ", ".join(_STAGES)},
+    ),
+]
+
+
+class PipelineConfig(_Strict):
+    """A whole run: what to read, the stages, where to write, where to run."""
+
+    input: str
+    output: str
+    stages: list[Stage] = Field(min_length=1)  # type: ignore[valid-type]
+    boundary: Mode = "reflect"
+    backend: Literal["numpy"] = "numpy"
+    chunks: Literal["auto"] | PositiveInt | list[PositiveInt | Literal[-1]] = "auto"
+    cluster: ClusterConfig = ClusterConfig()
+    resume: bool = True
+    compression: str | None = None
+    #: Directory that stencil files (``file.py:name``) are looked up in: the config file's.
+    base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
+
+    def stage_specs(self) -> list[tuple[str, dict[str, Any]]]:
+        """``(name, parameters)`` of each stage, without unset options."""
+        specs = []
+        for stage in self.stages:
+            ((name, params),) = stage.model_dump(exclude_none=True).items()
+            specs.append((name, params))
+        return specs
+
+
+def _yaml_lines(text: str) -> dict[tuple, int]:
+    """Line (1-based) of each key path in a YAML document, from the composed node tree."""
+    lines: dict[tuple, int] = {}
+
+    def walk(node: yaml.Node, path: tuple) -> None:
+        lines.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                lines[path + (key.value,)] = key.start_mark.line + 1
+                walk(value, path + (key.value,))
+        elif isinstance(node, yaml.SequenceNode):
+            for index, item in enumerate(node.value):
+                walk(item, path + (index,))
+
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError:
+        return lines
+    if root is not None:
+        walk(root, ())
+    return lines
+
+
+def _data_path(loc: tuple, data: Any) -> tuple:
+    """The part of a pydantic error location that exists in the data.
+
+    Locations also name union branches (``stages.0.gaussian.gaussian.sigma.float``):
+    keep the keys and indices found in the input, drop the rest.
+    """
+    path: list = []
+    node = data
+    for part in loc:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+        elif isinstance(node, dict) and part not in node and len(path) == len(loc) - 1:
+            path.append(part)  # an unknown or missing key: name it
+            break
+        else:
+            continue
+        path.append(part)
+    return tuple(path)
+
+
+def _format_errors(error: ValidationError, data: Any, source: str, lines: dict[tuple, int]) -> str:
+    messages: dict[tuple, str] = {}
+    for item in error.errors():
+        cleaned = _data_path(tuple(item["loc"]), data)
+        if cleaned in messages:
+            continue  # one message per key: the first union branch's
+        key = ".".join(str(p) for p in cleaned) or "(top level)"
+        prefix = next(
+            (cleaned[:n] for n in range(len(cleaned), -1, -1) if cleaned[:n] in lines), None
+        )
+        where = f"{source}:{lines[prefix]}: " if prefix is not None else f"{source}: "
+        message = item["msg"]
+        if item["type"] == "extra_forbidden":
+            message = "unknown key"
+        if item["type"] == "unknown_stage":
+            given = item.get("input")
+            given = next(iter(given)) if isinstance(given, dict) and given else given
+            message = f"unknown stage {given!r}; expected one of: {item['ctx']['stages']}"
+        messages[cleaned] = f"{where}{key}: {message}"
+    return "\n".join(messages.values())
+
+
+def parse_config(
+    data: Any, *, source: str = "<config>", text: str | None = None, base_dir: Path | None = None
+) -> PipelineConfig:
+    """Validate a configuration given as a mapping.
+
+    Parameters
+    ----------
+    data : mapping
+        The parsed YAML.
+    source : str
+        Name used in messages (the file's path).
+    text : str, optional
+        The YAML text, to report line numbers.
+    base_dir : Path, optional
+        Directory that relative paths are resolved against.
+
+    Raises
+    ------
+    ConfigError
+        One line per problem: ``source:line: key.path: message``.
+    """
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{source}: a pipeline config is a mapping of keys (input, output, stages, ...)"
+        )
+    data = dict(data)
+    if isinstance(data.get("stages"), list):
+        data["stages"] = [_normalise_stage(s) for s in data["stages"]]
+    if base_dir is not None:
+        data["base_dir"] = base_dir
+    try:
+        return PipelineConfig.model_validate(data)
+    except ValidationError as error:
+        raise ConfigError(_format_errors(error, data, source, _yaml_lines(text or ""))) from None
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Apply ``key.path=value`` overrides (values parsed as YAML) to a raw config mapping."""
+    data = yaml.safe_load(yaml.safe_dump(data))  # a deep copy
+    for override in overrides:
+        key, sep, raw = override.partition("=")
+        if not sep or not key:
+            raise ConfigError(
+                f"--set {override!r}: expected key=value, e.g. --set cluster.n_workers=4"
+            )
+        target = data
+        parts = key.split(".")
+        for part in parts[:-1]:
+            if isinstance(target, list) and part.isdigit() and int(part) < len(target):
+                target = target[int(part)]
+            elif isinstance(target, dict):
+                target = target.setdefault(part, {})
+            else:
+                raise ConfigError(f"--set {override!r}: {part!r} is not a mapping in the config")
+        last = parts[-1]
+        value = yaml.safe_load(raw) if raw else None
+        if isinstance(target, list) and last.isdigit() and int(last) < len(target):
+            target[int(last)] = value
+        elif isinstance(target, dict):
+            target[last] = value
+        else:
+            raise ConfigError(f"--set {override!r}: cannot set {last!r} there")
+    return data
+
+
+def load_config(path: str | Path, overrides: list[str] = ()) -> PipelineConfig:  # type: ignore[assignment]
+    """Read, override and validate a YAML pipeline config file."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the config file ({exc.strerror or exc})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise ConfigError(
+            f"{path}{line}: not valid YAML ({getattr(exc, 'problem', exc)})"
+        ) from None
+    if overrides and isinstance(data, dict):
+        data = apply_overrides(data, list(overrides))
+    return parse_config(data, source=str(path), text=text, base_dir=path.resolve().parent)

@@ -1,0 +1,157 @@
+"""Plan a pipeline into one Dask graph, run it on a cluster, and summarise the run."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import dask.array as da
+from rich.console import Console
+from rich.table import Table
+
+from ..cluster import connect
+from ..io import imread, imsave
+from ..io.stackinfo import inputs_of
+from ..stencils import Chain
+from .config import PipelineConfig
+from .stages import build_chain
+
+__all__ = ["Plan", "RunSummary", "plan", "run"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The lazy pieces of a run: input stack, its description, the result and the write."""
+
+    config: PipelineConfig
+    stack: Any
+    info: Any
+    result: Any
+    write: Any
+
+    def describe(self) -> str:
+        """What would run, for ``--dry-run``."""
+        stages = " -> ".join(f"{name}({params})" for name, params in self.config.stage_specs())
+        return (
+            f"input:   {self.config.input}: {self.info.frames} frames "
+            f"{tuple(self.stack.shape)} {self.stack.dtype}, chunks {self.stack.chunksize}\n"
+            f"stages:  {stages}\n"
+            f"output:  {self.config.output} "
+            f"({'resume' if self.config.resume else 'overwrite'})\n"
+            f"graph:   {len(self.write.__dask_graph__())} tasks"
+        )
+
+
+def _apply_per_channel(pipeline: Chain, stack: Any) -> Any:
+    """Run 2-D stages on colour frames ``(frames, y, x, c)`` channel by channel."""
+    if stack.ndim == pipeline.ndim + 2:
+        return da.moveaxis(pipeline(da.moveaxis(stack, -1, 1)), 1, -1)
+    return pipeline(stack)
+
+
+def plan(config: PipelineConfig) -> Plan:
+    """Build the whole run as one lazy graph; reads headers only, computes nothing."""
+    chunks = None if config.chunks == "auto" else config.chunks
+    stack = imread(config.input, chunks=chunks)
+    (info,) = inputs_of(stack)
+    result = _apply_per_channel(build_chain(config), stack)
+    write = imsave(
+        result,
+        config.output,
+        overwrite=not config.resume,
+        compression=config.compression,
+        compute=False,
+    )
+    return Plan(config, stack, info, result, write)
+
+
+@dataclass
+class RunSummary:
+    """What a run did, for people (``table()``) and for exit codes (``failures``)."""
+
+    frames: int
+    bytes_in: int
+    bytes_out: int
+    seconds: float
+    output: str
+    written: int
+    skipped: int
+    dashboard: str | None
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def frames_per_second(self) -> float:
+        return self.written / self.seconds if self.seconds else 0.0
+
+    @property
+    def megabytes_per_second(self) -> float:
+        return (self.bytes_in + self.bytes_out) / 1e6 / self.seconds if self.seconds else 0.0
+
+    def table(self) -> Table:
+        table = Table(title="stencilpipe run", show_header=False, title_justify="left")
+        table.add_column(style="bold")
+        table.add_column()
+        rows = [
+            ("frames", f"{self.frames} ({self.written} written, {self.skipped} kept by resume)"),
+            ("bytes in / out", f"{self.bytes_in / 1e6:.1f} MB / {self.bytes_out / 1e6:.1f} MB"),
+            ("time", f"{self.seconds:.2f} s"),
+            (
+                "throughput",
+                f"{self.frames_per_second:.1f} frames/s, {self.megabytes_per_second:.1f} MB/s",
+            ),
+            ("output", self.output),
+            ("failures", "\n".join(self.failures) if self.failures else "none"),
+        ]
+        for name, value in rows:
+            table.add_row(name, value)
+        return table
+
+
+def run(
+    config: PipelineConfig, *, console: Console | None = None, report: str | None = None
+) -> RunSummary:
+    """Run ``config`` on its cluster, with the dashboard link, a progress bar and a summary.
+
+    Parameters
+    ----------
+    config : PipelineConfig
+        The validated configuration.
+    console : rich.console.Console, optional
+        Where to print progress and the summary (default: stdout).
+    report : str, optional
+        Path of an HTML Dask performance report to save.
+    """
+    from distributed import performance_report, progress
+
+    console = console or Console()
+    work = plan(config)
+    with connect(config.cluster) as client:
+        console.print(f"[bold]dashboard:[/bold] {client.dashboard_link}")
+        start = time.perf_counter()
+        recording = performance_report(filename=report) if report else contextlib.nullcontext()
+        failures: list[str] = []
+        with recording:
+            future = client.compute(work.write)
+            progress(future, notebook=False)
+            try:
+                written = future.result()
+            except Exception as exc:  # noqa: BLE001 - reported as the run's failure, exit code 1
+                failures.append(f"{type(exc).__name__}: {exc}")
+                written = None
+        seconds = time.perf_counter() - start
+    frames_written = written.frames_written if written else 0
+    summary = RunSummary(
+        frames=work.info.frames,
+        bytes_in=work.info.nbytes * frames_written // max(work.info.frames, 1),
+        bytes_out=written.bytes_written if written else 0,
+        seconds=seconds,
+        output=config.output,
+        written=frames_written,
+        skipped=written.frames_skipped if written else 0,
+        dashboard=client.dashboard_link,
+        failures=failures,
+    )
+    console.print(summary.table())
+    return summary

@@ -1,0 +1,98 @@
+"""Build the stencils a config names: library filters by name, users' kernels by import path."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import cloudpickle
+
+from .. import library
+from ..errors import ConfigError, StencilpipeError
+from ..stencils import Chain, Stencil, chain, stencil
+from .config import PipelineConfig
+
+__all__ = ["build_chain", "load_user_stencil"]
+
+
+def _module_from_file(path: Path) -> ModuleType:
+    name = f"_stencilpipe_user_{path.stem}_{abs(hash(str(path))):x}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    # Workers may not have this file on their path: ship its functions by value.
+    cloudpickle.register_pickle_by_value(module)
+    return module
+
+
+def load_user_stencil(reference: str, base_dir: Path) -> Stencil:
+    """The ``@stencil`` that ``module:name`` or ``file.py:name`` refers to.
+
+    A module that cannot be imported is looked for as ``<module>.py`` beside
+    the config file. A plain function is decorated with :func:`stencil`.
+    """
+    module_name, _, attribute = reference.rpartition(":")
+    candidate = base_dir / (module_name if module_name.endswith(".py") else f"{module_name}.py")
+    try:
+        if module_name.endswith(".py") or (candidate.exists() and module_name not in sys.modules):
+            if not candidate.exists():
+                raise ConfigError(f"stencil file {candidate} does not exist")
+            module = _module_from_file(candidate)
+        else:
+            module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(
+            f"cannot import {module_name!r} ({exc}); give an importable module or a .py file "
+            "beside the config"
+        ) from None
+    kernel = getattr(module, attribute, None)
+    if kernel is None:
+        raise ConfigError(f"{module_name!r} has no attribute {attribute!r}")
+    if isinstance(kernel, Stencil):
+        return kernel
+    if callable(kernel):
+        return stencil(kernel)
+    raise ConfigError(f"{reference!r} is a {type(kernel).__name__}, not a stencil")
+
+
+def _build_stage(name: str, params: Any, config: PipelineConfig) -> Stencil:
+    if name == "stencil":
+        reference = params if isinstance(params, str) else params["path"]
+        options = (
+            {} if isinstance(params, str) else {k: v for k, v in params.items() if k != "path"}
+        )
+        kernel = load_user_stencil(reference, config.base_dir)
+        return kernel.with_options(
+            boundary=options.get("boundary", config.boundary),
+            **({"cval": options["cval"]} if "cval" in options else {}),
+        )
+    params = {"boundary": config.boundary, **params}
+    return library.FILTERS[name](**params)
+
+
+def build_chain(config: PipelineConfig) -> Chain:
+    """The config's stages as one :class:`~stencilpipe.Chain`.
+
+    Raises
+    ------
+    ConfigError
+        Naming the stage (``stages.2.stencil: ...``) that cannot be built.
+    """
+    stencils = []
+    for index, (name, params) in enumerate(config.stage_specs()):
+        try:
+            stencils.append(_build_stage(name, params, config))
+        except (StencilpipeError, ValueError, TypeError) as exc:
+            raise ConfigError(f"stages.{index}.{name}: {exc}") from None
+    try:
+        return chain(*stencils)
+    except StencilpipeError as exc:
+        raise ConfigError(f"stages: {exc}") from None

@@ -1,0 +1,64 @@
+"""The atomic-write helper, and the once-per-run preparation that a cluster may repeat."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import numpy as np
+import pytest
+import zarr
+
+from stencilpipe.io.atomic import new_run, remove_stale_temps, write_atomic
+from stencilpipe.io.zarrio import _create, _Layout
+
+
+def test_failed_write_leaves_no_file(tmp_path):
+    def half_then_fail(fh):
+        fh.write(b"half")
+        raise RuntimeError("killed")
+
+    with pytest.raises(RuntimeError):
+        write_atomic(tmp_path / "a.tif", half_then_fail)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_replaces_an_existing_file_whole(tmp_path):
+    (tmp_path / "a.bin").write_bytes(b"old contents")
+    assert write_atomic(tmp_path / "a.bin", lambda fh: fh.write(b"new")) == 3
+    assert (tmp_path / "a.bin").read_bytes() == b"new"
+
+
+def test_stale_temps_of_other_runs_go_and_this_runs_stay(tmp_path):
+    this, other = new_run(), new_run()
+    mine = tmp_path / f".a.tif.{this}-{new_run()}.tmp"
+    stale = tmp_path / f".b.tif.{other}-{new_run()}.tmp"
+    lookalikes = [tmp_path / ".c.tif.tmp", tmp_path / f"d.tif.{other}-{other}.tmp"]
+    for path in [mine, stale, *lookalikes]:
+        path.write_bytes(b"x")
+    assert remove_stale_temps(tmp_path, this) == 1
+    assert not stale.exists() and mine.exists() and all(p.exists() for p in lookalikes)
+
+
+def test_zarr_store_creation_runs_once_per_run(tmp_path):
+    """A creation task that runs again in the same run keeps the chunks written since."""
+    layout = _Layout(
+        str(tmp_path / "a.zarr"), False, (2, 4), np.dtype("u1"), (1, 4), ("t", "y"), "auto"
+    )
+    run = new_run()
+    _create(layout, run=run, create=True)
+    zarr.open_array(layout.store, mode="r+")[0] = 7
+    _create(layout, run=run, create=True)
+    assert zarr.open_array(layout.store, mode="r")[0, 0] == 7
+    _create(layout, run=new_run(), create=True)  # a new overwrite=True write starts afresh
+    assert zarr.open_array(layout.store, mode="r")[0, 0] == 0
+
+
+@pytest.mark.parametrize(
+    "module",
+    ["atomic", "read", "write", "stackinfo", "sources", "targets", "stencilpipe.io"],
+)
+def test_docstring_examples_run(module):
+    name = module if "." in module else f"stencilpipe.io.{module}"
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.attempted and not result.failed

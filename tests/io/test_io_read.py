@@ -1,0 +1,215 @@
+"""imread / inspect on stacks that other libraries wrote: PNG and TIFF files, a multi-page
+TIFF, Zarr and OME-Zarr stores."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+import skimage
+import tifffile
+import zarr
+from hypothesis import given
+from hypothesis import strategies as st
+from io_samples import frame, write_pngs
+from PIL import Image
+
+from stencilpipe.errors import ImageStackError
+from stencilpipe.io import StackInfo, imread, inspect, source_names
+from stencilpipe.io.formats import PILLOW
+from stencilpipe.io.read import default_chunks
+from stencilpipe.io.sources import natural_key
+
+MULTIPAGE = os.path.join(skimage.data_dir, "multipage.tif")
+
+
+def test_glob_reads_frames_in_natural_order(pngs):
+    folder, frames = pngs
+    stack = imread(str(folder / "*.png"))
+    assert stack.shape == (5, 32, 40) and stack.dtype == np.uint8
+    np.testing.assert_array_equal(stack.compute(), np.stack(frames))
+    assert source_names(stack) == ["img_1", "img_2", "img_3", "img_10", "img_11"]
+
+
+def test_directory_reads_every_image(pngs):
+    folder, frames = pngs
+    np.testing.assert_array_equal(imread(folder).compute(), np.stack(frames))
+
+
+def test_hidden_files_and_subdirectories_are_ignored(pngs):
+    folder, frames = pngs
+    (folder / ".DS_Store").write_bytes(b"junk")
+    (folder / "sub").mkdir()
+    assert imread(folder).shape[0] == len(frames)
+
+
+@given(st.lists(st.integers(0, 10**6), min_size=1, max_size=30, unique=True))
+def test_natural_key_orders_numbers_by_value(numbers):
+    names = [f"frame_{n}.tif" for n in numbers]
+    random.Random(0).shuffle(names)
+    assert sorted(names, key=natural_key) == [f"frame_{n}.tif" for n in sorted(numbers)]
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+@pytest.mark.parametrize("compression", ["tiff_lzw", "tiff_adobe_deflate"])
+def test_pillow_compressed_tiffs(tmp_path, dtype, compression):
+    frames = [frame(i, dtype) for i in range(3)]
+    for i, data in enumerate(frames):
+        Image.fromarray(data).save(tmp_path / f"p{i}.tif", compression=compression)
+    stack = imread(str(tmp_path / "*.tif"))
+    assert stack.dtype == dtype
+    np.testing.assert_array_equal(stack.compute(), np.stack(frames))
+
+
+def test_tifffile_colour_tiffs(tmp_path):
+    frames = [frame(i, np.uint8, (32, 40, 3)) for i in range(3)]
+    for i, data in enumerate(frames):
+        tifffile.imwrite(tmp_path / f"c{i}.tif", data, photometric="rgb", compression="zlib")
+    stack = imread(tmp_path)
+    assert stack.shape == (3, 32, 40, 3)
+    np.testing.assert_array_equal(stack.compute(), np.stack(frames))
+
+
+def test_png_and_tiff_mix_when_shape_and_dtype_agree(tmp_path):
+    a, b = frame(0), frame(1)
+    Image.fromarray(a).save(tmp_path / "f1.png")
+    tifffile.imwrite(tmp_path / "f2.tif", b)
+    np.testing.assert_array_equal(imread(tmp_path).compute(), np.stack([a, b]))
+
+
+def test_skimage_multipage_tiff():
+    stack = imread(MULTIPAGE)
+    assert stack.shape == (2, 15, 10)
+    np.testing.assert_array_equal(stack.compute(), tifffile.imread(MULTIPAGE))
+    info = inspect(MULTIPAGE)
+    assert (info.kind, info.frames, info.frame_names) == ("tiff", 2, None)
+
+
+def test_multipage_tiff_stack_and_bigtiff(tmp_path):
+    data = np.stack([frame(i, np.uint16) for i in range(7)])
+    for name, options in [
+        ("stack.tif", {}),
+        ("big.tif", {"bigtiff": True}),
+        ("ome.ome.tif", {"ome": True}),
+    ]:
+        tifffile.imwrite(tmp_path / name, data, **options)
+        stack = imread(tmp_path / name, chunks=(3, 32, 40))
+        assert stack.chunks[0] == (3, 3, 1)
+        np.testing.assert_array_equal(stack.compute(), data)
+
+
+def test_plain_zarr_arrays(tmp_path):
+    data = np.stack([frame(i) for i in range(4)])
+    zarr.create_array(tmp_path / "a.zarr", data=data, chunks=(2, 16, 20))
+    np.testing.assert_array_equal(imread(tmp_path / "a.zarr").compute(), data)
+    zarr.create_array(tmp_path / "one.zarr", data=data[0])
+    assert imread(tmp_path / "one.zarr").shape == (1, 32, 40)
+
+
+def test_ome_zarr_image_first_level(tmp_path):
+    """An NGFF 0.4 image (Zarr v2) with axes t, c, z, y, x and two levels."""
+    data = np.arange(2 * 1 * 3 * 32 * 40, dtype=np.uint16).reshape(2, 1, 3, 32, 40)
+    group = zarr.open_group(tmp_path / "img.ome.zarr", mode="w", zarr_format=2)
+    group.create_array("0", data=data)
+    group.create_array("1", data=data[..., ::2, ::2])
+    axes = [
+        {"name": n, "type": t}
+        for n, t in zip("tczyx", ["time", "channel"] + ["space"] * 3, strict=True)
+    ]
+    group.attrs["multiscales"] = [
+        {"version": "0.4", "axes": axes, "datasets": [{"path": "0"}, {"path": "1"}]}
+    ]
+    stack = imread(tmp_path / "img.ome.zarr")
+    assert stack.shape == (6, 32, 40)  # t and z become frames; the single channel goes
+    np.testing.assert_array_equal(stack.compute(), data.reshape(6, 32, 40))
+
+
+def test_zarr_group_without_multiscales_is_refused(tmp_path):
+    group = zarr.open_group(tmp_path / "g.zarr", mode="w")
+    group.create_array("raw", shape=(2, 3, 4), dtype="u1")
+    with pytest.raises(ImageStackError, match="without OME-NGFF 'multiscales'.*raw"):
+        imread(tmp_path / "g.zarr")
+
+
+def test_opening_reads_no_pixels(pngs, monkeypatch):
+    reads = []
+    monkeypatch.setattr(type(PILLOW), "read", lambda self, path, index: reads.append(path))
+    stack = imread(pngs[0])
+    info = inspect(pngs[0])
+    assert stack.shape == info.shape and not reads
+
+
+def test_chunks_default_and_override(pngs):
+    folder, _ = pngs
+    assert imread(folder).chunks == ((5,), (32,), (40,))
+    with dask.config.set({"array.chunk-size": "3kB"}):  # two 1280-byte frames per chunk
+        assert imread(folder).chunks[0] == (2, 2, 1)
+    tiles = imread(folder, chunks=(1, 16, 20))
+    assert tiles.chunks == ((1,) * 5, (16, 16), (20, 20))
+    np.testing.assert_array_equal(tiles.compute(), imread(folder).compute())
+
+
+def test_default_chunks_spread_frames_evenly():
+    assert default_chunks((200, 2048, 2048), np.dtype("uint8")) == (29, 2048, 2048)
+    assert default_chunks((3, 10, 10), np.dtype("uint8")) == (3, 10, 10)
+    assert default_chunks((3, 20000, 20000), np.dtype("float64")) == (1, 20000, 20000)
+
+
+def test_same_source_same_name_different_chunks_different_name(pngs):
+    folder, _ = pngs
+    assert imread(folder).name == imread(folder).name
+    assert imread(folder).name != imread(folder, chunks=(1, 32, 40)).name
+
+
+def test_inspect_summary(pngs):
+    info = inspect(pngs[0])
+    assert isinstance(info, StackInfo)
+    assert (info.frames, info.shape, info.dtype, info.nbytes) == (5, (5, 32, 40), np.uint8, 6400)
+    assert info.frame_names == ("img_1", "img_2", "img_3", "img_10", "img_11")
+    text = str(info)
+    for expected in [
+        "frames   5",
+        "(5, 32, 40) uint8, gray",
+        "6.25 kiB",
+        "1 chunk of up to (5, 32, 40)",
+    ]:
+        assert expected in text
+
+
+def test_source_names_survive_transforms(pngs):
+    stack = imread(pngs[0], chunks=(2, 32, 40))
+    smooth = stack.map_overlap(lambda b: b // 2, depth=(0, 1, 1), boundary="reflect")
+    names = ["img_1", "img_2", "img_3", "img_10", "img_11"]
+    assert source_names(smooth.astype(np.float32) * 2) == names
+    assert source_names(smooth[:2]) is None  # frame count changed
+    assert source_names(da.zeros((5, 3, 3))) is None
+
+
+def test_source_names_of_two_different_inputs_are_ambiguous(tmp_path):
+    write_pngs(tmp_path / "a", ["x1", "x2"])
+    write_pngs(tmp_path / "b", ["y1", "y2"])
+    a, b = imread(tmp_path / "a"), imread(tmp_path / "b")
+    assert source_names(a + b) is None
+    assert source_names(a + imread(tmp_path / "a", chunks=(1, 32, 40))) == ["x1", "x2"]
+
+
+def test_a_file_changed_after_opening_fails_with_its_name(pngs):
+    folder, _ = pngs
+    stack = imread(folder)
+    Image.fromarray(np.zeros((8, 8), np.uint8)).save(folder / "img_3.png")
+    with pytest.raises(ImageStackError, match=r"img_3.png: changed since it was opened"):
+        stack.compute()
+
+
+@pytest.mark.parametrize(
+    ("shape", "message"),
+    [((5,), r"a 1-d array holds no 2-D frames"), ((1, 2, 3, 4, 5), r"cannot tell frames from")],
+)
+def test_zarr_arrays_that_are_not_frames(tmp_path, shape, message):
+    zarr.create_array(tmp_path / "a.zarr", shape=shape, dtype="u1")
+    with pytest.raises(ImageStackError, match=message):
+        imread(tmp_path / "a.zarr")
