@@ -22,18 +22,12 @@ from scipy import ndimage as ndi
 
 sys.path.insert(0, os.path.dirname(__file__))
 from common import best_time, print_table  # noqa: E402
+from kernels import smooth  # noqa: E402
 
 import stencilpipe as sp  # noqa: E402
 
 SIZE = 2048
 FRAMES = 64
-
-
-@sp.stencil
-def smooth(x):
-    return (x[-1, -1] + x[-1, 0] + x[-1, 1] +
-            x[ 0, -1] + x[ 0, 0] + x[ 0, 1] +
-            x[ 1, -1] + x[ 1, 0] + x[ 1, 1]) // 9
 
 
 @numba.stencil
