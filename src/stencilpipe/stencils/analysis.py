@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import KernelError
 
-__all__ = ["KernelInfo", "analyse_kernel", "kernel_env", "index_interval"]
+__all__ = ["KernelInfo", "analyse_kernel", "kernel_env", "index_interval", "range_arguments"]
 
 Interval = tuple[int, int]
 
@@ -125,12 +125,10 @@ def index_interval(
     return None
 
 
-def _range_interval(
-    node: ast.For, loops: dict[str, Interval], env: dict[str, Any]
-) -> Interval | None:
-    """The values a ``for v in range(...)`` loop variable takes, if its bounds are known."""
+def range_arguments(node: ast.For) -> list[ast.expr] | None:
+    """The arguments of ``for name in range(...)``, or None for any other loop."""
     call = node.iter
-    if not (
+    if (
         isinstance(node.target, ast.Name)
         and isinstance(call, ast.Call)
         and isinstance(call.func, ast.Name)
@@ -138,8 +136,18 @@ def _range_interval(
         and not call.keywords
         and 1 <= len(call.args) <= 3
     ):
+        return call.args
+    return None
+
+
+def _range_interval(
+    node: ast.For, loops: dict[str, Interval], env: dict[str, Any]
+) -> Interval | None:
+    """The values a ``for v in range(...)`` loop variable takes, if its bounds are known."""
+    arguments = range_arguments(node)
+    if arguments is None:
         return None
-    bounds = [index_interval(arg, loops, env) for arg in call.args]
+    bounds = [index_interval(arg, loops, env) for arg in arguments]
     if any(b is None for b in bounds):
         return None
     if len(bounds) == 1:

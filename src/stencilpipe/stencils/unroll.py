@@ -14,7 +14,7 @@ import ast
 import copy
 from typing import Any
 
-from .analysis import index_interval
+from .analysis import index_interval, range_arguments
 
 __all__ = ["unroll_constant_loops"]
 
@@ -34,18 +34,10 @@ class _Substitute(ast.NodeTransformer):
 
 
 def _constant_range(node: ast.For, env: dict[str, Any]) -> range | None:
-    call = node.iter
-    if not (
-        isinstance(node.target, ast.Name)
-        and isinstance(call, ast.Call)
-        and isinstance(call.func, ast.Name)
-        and call.func.id == "range"
-        and not call.keywords
-        and 1 <= len(call.args) <= 3
-        and not node.orelse
-    ):
+    arguments = range_arguments(node)
+    if arguments is None or node.orelse:
         return None
-    bounds = [index_interval(arg, {}, env) for arg in call.args]
+    bounds = [index_interval(arg, {}, env) for arg in arguments]
     if any(b is None or b[0] != b[1] for b in bounds):
         return None
     return range(*(b[0] for b in bounds))  # type: ignore[index]
