@@ -17,11 +17,18 @@ _ZARR_MARKERS = ("zarr.json", ".zgroup", ".zarray")
 
 @dataclass(frozen=True)
 class Source:
-    """A resolved input: ``kind`` is ``"files"``, ``"tiff"`` or ``"zarr"``."""
+    """A resolved input: ``kind`` is ``"files"``, ``"tiff"`` or ``"zarr"``.
+
+    ``paths`` are absolute: the tasks that read them may run in worker processes
+    started in another directory.
+    """
 
     given: str
     kind: str
     paths: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "paths", tuple(os.path.abspath(p) for p in self.paths))
 
 
 def natural_key(text: str) -> tuple[tuple[int | str, ...], str]:

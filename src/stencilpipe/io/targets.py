@@ -26,6 +26,10 @@ class Target:
     zarr: bool
     ome: bool
 
+    def __post_init__(self) -> None:
+        # Absolute: the tasks that write may run in workers started in another directory.
+        object.__setattr__(self, "directory", os.path.abspath(self.directory))
+
     @property
     def extension(self) -> str:
         """The file extension of the outputs, such as ``".tif"``."""
@@ -37,9 +41,9 @@ def parse_target(target: str | os.PathLike[str]) -> Target:
 
     Examples
     --------
-    >>> parse_target("out/frame_{:05d}.png")
-    Target(given='out/frame_{:05d}.png', directory='out', pattern='frame_{:05d}.png', \
-zarr=False, ome=False)
+    >>> target = parse_target("out/frame_{:05d}.png")
+    >>> target.pattern, target.directory == os.path.abspath("out")
+    ('frame_{:05d}.png', True)
     >>> parse_target("out/").pattern
     '*.tif'
     """

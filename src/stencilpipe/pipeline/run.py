@@ -102,7 +102,7 @@ class RunSummary:
                 f"{self.frames_per_second:.1f} frames/s, {self.megabytes_per_second:.1f} MB/s",
             ),
             ("output", self.output),
-            ("failures", "\n".join(self.failures) if self.failures else "none"),
+            ("failures", f"{len(self.failures)} (listed below)" if self.failures else "none"),
         ]
         for name, value in rows:
             table.add_row(name, value)
@@ -138,7 +138,7 @@ def run(
             try:
                 written = future.result()
             except Exception as exc:  # noqa: BLE001 - reported as the run's failure, exit code 1
-                failures.append(f"{type(exc).__name__}: {exc}")
+                failures.append(f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
                 written = None
         seconds = time.perf_counter() - start
     frames_written = written.frames_written if written else 0
@@ -154,4 +154,6 @@ def run(
         failures=failures,
     )
     console.print(summary.table())
+    for failure in summary.failures:
+        console.print(f"failed: {failure}", soft_wrap=True, markup=False, highlight=False)
     return summary
