@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: help demo test bench lint clean
+.PHONY: help demo test bench gpu lint clean
 
 help:  ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
@@ -23,6 +23,9 @@ test: $(STAMP)  ## set up, then run the test suite
 
 bench: $(STAMP)  ## set up, then print the benchmark ratios
 	$(PY) benchmarks/run.py
+
+gpu: $(STAMP)  ## on a machine with an NVIDIA GPU: real-CuPy tests and the GPU benchmark
+	bash benchmarks/gpu.sh
 
 lint: $(STAMP)  ## ruff over the sources and tests
 	$(PY) -m pip install --quiet ruff && $(VENV)/bin/ruff check src tests benchmarks && $(VENV)/bin/ruff format --check src

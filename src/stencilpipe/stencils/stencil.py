@@ -9,9 +9,10 @@ and run it with gufunc semantics.
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ from ..errors import KernelError
 from .analysis import KernelInfo, analyse_kernel, kernel_env
 from .boundary import validate_mode
 from .codegen_cpu import cpu_module_source
+from .cuda_apply import apply_cuda, is_device_array
 from .dask_apply import apply_dask, is_dask_array
 from .dtypes import check_dtype
 from .gufunc import apply_numpy
@@ -27,7 +29,7 @@ from .modules import load_module
 from .rewrite import resolve_free_names
 from .threads import run_rows
 
-__all__ = ["Stencil", "stencil"]
+__all__ = ["CompiledKernel", "Stencil", "stencil"]
 
 _CORE_DIM_NAMES = "nmklpqrstuvw"
 
@@ -72,7 +74,7 @@ class Stencil:
         self.boundary = validate_mode(boundary)
         self.cval = cval
         self.dtype = None if dtype is None else check_dtype(dtype, f"dtype= of {self.info.name!r}")
-        self._compiled: dict[tuple, Callable[..., Any]] = {} if _compiled is None else _compiled
+        self._compiled: dict[tuple, CompiledKernel] = {} if _compiled is None else _compiled
         functools.update_wrapper(self, func, updated=())
 
     # -- description -----------------------------------------------------------------------
@@ -150,6 +152,8 @@ class Stencil:
                     f"{self.name}: out= is not supported for dask arrays (results are lazy)"
                 )
             return apply_dask(self, arrays, scalars, mode=mode, cval=fill)
+        if any(is_device_array(a) for a in arrays):
+            return apply_cuda(self, arrays, scalars, out=out, mode=mode, cval=fill)
         return apply_numpy(self, arrays, scalars, out=out, mode=mode, cval=fill)
 
     def _bind(self, args: tuple[Any, ...]) -> tuple[list[Any], list[Any]]:
@@ -174,53 +178,86 @@ class Stencil:
         return list(args[:n_arrays]), scalars
 
     def compiled(
-        self, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str
-    ) -> Callable[..., Any]:
-        """The compiled ``apply`` for one specialisation, generated on first use."""
-        key = (in_dtypes, out_dtype, mode)
-        apply = self._compiled.get(key)
-        if apply is None:
+        self,
+        in_dtypes: tuple[np.dtype, ...],
+        out_dtype: np.dtype,
+        mode: str,
+        target: str = "cpu",
+    ) -> CompiledKernel:
+        """The compiled kernel of one specialisation, generated on first use.
+
+        Parameters
+        ----------
+        in_dtypes : tuple of numpy.dtype
+            One per array parameter.
+        out_dtype : numpy.dtype
+            The output's dtype.
+        mode : str
+            Boundary mode.
+        target : {'cpu', 'cuda'}
+            The code generator: :mod:`.codegen_cpu`, or :mod:`.codegen_cuda`
+            (imported only when asked for).
+        """
+        key = (target, in_dtypes, out_dtype, mode)
+        kernel = self._compiled.get(key)
+        if kernel is None:
+            if target == "cuda":
+                from .codegen_cuda import cuda_module_source as module_source
+            else:
+                module_source = cpu_module_source
             env = kernel_env(self.func)
             prelude, injected = resolve_free_names(self.info, env)
-            generated = cpu_module_source(
+            generated = module_source(
                 self.info, env, in_dtypes, out_dtype, mode, prelude, cache=not injected
             )
-            module = load_module(self.name, generated.source, injected)
-            apply = _CompileErrorTranslator(self, module, generated.line_map, in_dtypes)
-            self._compiled[key] = apply
-        return apply
+            module = load_module(f"{self.name}_{target}", generated.source, injected)
+            kernel = CompiledKernel(self, module, generated.line_map, in_dtypes)
+            self._compiled[key] = kernel
+        return kernel
 
     def generated_source(self, dtype: Any, *, boundary: str | None = None) -> str:
         """The CPU source generated for input ``dtype`` (for reading and debugging)."""
         dtype = check_dtype(dtype, "the input")
         in_dtypes = (dtype,) * len(self.info.array_params)
         out_dtype = self.dtype or dtype
-        apply = self.compiled(in_dtypes, out_dtype, validate_mode(boundary or self.boundary))
-        return apply.source
+        kernel = self.compiled(in_dtypes, out_dtype, validate_mode(boundary or self.boundary))
+        return kernel.source
 
 
-class _CompileErrorTranslator:
-    """Calls a generated ``apply``; turns Numba's compile errors into a :class:`KernelError`."""
+class CompiledKernel:
+    """A generated module's ``apply``, with Numba's compile errors turned into :class:`KernelError`.
+
+    The CPU loop nest is called as ``kernel(*args, rows=n)`` (split over
+    threads); other targets launch ``kernel.apply`` themselves inside
+    ``with kernel.errors_translated():``.
+    """
 
     def __init__(self, stencil: Stencil, module, line_map: dict[int, int], in_dtypes):
         self.stencil = stencil
         self.apply = module.apply
         self.path = module.__file__
-        self.source = open(self.path).read()
+        with open(self.path) as handle:
+            self.source = handle.read()
         self.line_map = line_map
         self.in_dtypes = in_dtypes
 
-    def __call__(self, *args: Any, rows: int) -> None:
-        """Run over ``rows`` rows; the first call compiles, in this thread, for a clear error."""
+    @contextlib.contextmanager
+    def errors_translated(self) -> Iterator[None]:
+        """Re-raise Numba's compile errors as a :class:`KernelError` naming the kernel's line."""
         from numba.core.errors import NumbaError
 
+        try:
+            yield
+        except NumbaError as exc:
+            raise self._translate(exc) from None
+
+    def __call__(self, *args: Any, rows: int) -> None:
+        """Run the CPU loop nest over ``rows`` rows; the first call compiles, in this thread."""
         if self.apply.signatures:
             run_rows(self.apply, args, rows)
             return
-        try:
+        with self.errors_translated():
             self.apply(*args, 0, rows)
-        except NumbaError as exc:
-            raise self._translate(exc) from None
 
     def _translate(self, exc: Exception) -> KernelError:
         info = self.stencil.info
