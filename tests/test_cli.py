@@ -168,3 +168,12 @@ def test_a_frame_that_fails_during_the_run_gives_exit_code_1_and_is_listed(tmp_p
     result = cli("apply", "mean:size=3", "in/*.tif", "out/", "--workers", "1", cwd=tmp_path)
     assert result.returncode == 1, (result.stdout, result.stderr)
     assert "img_1.tif" in result.stdout
+
+
+@pytest.mark.skipif(
+    __import__("stencilpipe.backends").backends.gpu_status() is None, reason="a GPU is present"
+)
+def test_gpu_without_a_gpu_fails_at_start_with_one_line(tmp_path, pngs):
+    result = cli("apply", "mean:size=3", "in/*.png", "out/", "--gpu", cwd=tmp_path)
+    assert result.returncode == 2 and "backend 'cupy' needs a GPU" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "out").exists()

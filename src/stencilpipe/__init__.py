@@ -7,6 +7,7 @@
 """
 
 from . import library
+from .backends import BackendError, to_backend
 from .errors import (
     BoundaryError,
     ClusterError,
@@ -19,6 +20,7 @@ from .io import StackInfo, TargetError, WriteReport, imread, imsave, inspect
 from .stencils import Chain, Stencil, chain, stencil
 
 __all__ = [
+    "BackendError",
     "BoundaryError",
     "Chain",
     "ClusterError",
@@ -36,4 +38,5 @@ __all__ = [
     "inspect",
     "library",
     "stencil",
+    "to_backend",
 ]

@@ -42,6 +42,9 @@ def _friendly_errors(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _cluster_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    command = click.option(
+        "--gpu", is_flag=True, help="Run on GPUs: CuPy chunks on a dask-cuda LocalCUDACluster."
+    )(command)
     command = click.option("--address", help="Address of a running Dask scheduler.")(command)
     command = click.option(
         "--workers", type=click.IntRange(min=1), help="Workers of the embedded cluster."
@@ -49,8 +52,8 @@ def _cluster_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
-def _overrides(address: str | None, workers: int | None) -> list[str]:
-    result = []
+def _overrides(address: str | None, workers: int | None, gpu: bool = False) -> list[str]:
+    result = ["backend=cupy", "cluster.gpu=true"] if gpu else []
     if address:
         result.append(f"cluster.address={address}")
     if workers:
@@ -88,6 +91,7 @@ def run(
     overrides: tuple[str, ...],
     address: str | None,
     workers: int | None,
+    gpu: bool,
     dry_run: bool,
     report: str | None,
 ) -> None:
@@ -95,7 +99,7 @@ def run(
     from .pipeline.config import load_config
     from .pipeline.run import plan
 
-    settings = load_config(config, [*overrides, *_overrides(address, workers)])
+    settings = load_config(config, [*overrides, *_overrides(address, workers, gpu)])
     if dry_run:
         click.echo(plan(settings).describe())
         return
@@ -138,6 +142,7 @@ def apply(
     boundary: str,
     address: str | None,
     workers: int | None,
+    gpu: bool,
     report: str | None,
 ) -> None:
     """Apply STAGES (e.g. mean:size=3,sobel:axis=0) to the images INPUT, writing OUTPUT."""
@@ -151,7 +156,7 @@ def apply(
         "stages": _parse_stages(stages),
         "boundary": boundary,
     }
-    data = apply_overrides(data, _overrides(address, workers))
+    data = apply_overrides(data, _overrides(address, workers, gpu))
     _run_config(parse_config(data, source="command line", base_dir=Path.cwd()), report)
 
 

@@ -3,14 +3,15 @@
 Nothing here reimplements a cluster: an address goes to ``Client(address)``
 (Dask's own ``scheduler-address`` config and ``DASK_SCHEDULER_ADDRESS`` are
 honoured when the config gives none), otherwise distributed's ``LocalCluster``
-starts on 127.0.0.1 with the configured workers.
+starts on 127.0.0.1 with the configured workers (with ``gpu: true``, dask-cuda's
+``LocalCUDACluster``).
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import dask
 
@@ -27,6 +28,22 @@ __all__ = ["connect", "scheduler_address"]
 def scheduler_address(config: ClusterConfig) -> str | None:
     """The scheduler to use: the config's address, else Dask's own setting, else None (embedded)."""
     return config.address or dask.config.get("scheduler-address", None)
+
+
+def _local_cuda_cluster(config: ClusterConfig) -> Any:
+    """dask-cuda's LocalCUDACluster: one worker per visible GPU (``n_workers`` is not used)."""
+    try:
+        from dask_cuda import LocalCUDACluster
+    except ImportError as exc:
+        raise ClusterError(
+            f"cluster.gpu needs dask-cuda ({exc}); install stencilpipe[gpu], or set "
+            "cluster.gpu: false to run on CPU workers"
+        ) from None
+    return LocalCUDACluster(
+        threads_per_worker=config.threads_per_worker,
+        host="127.0.0.1",
+        dashboard_address=config.dashboard_address,
+    )
 
 
 @contextlib.contextmanager
@@ -53,12 +70,15 @@ def connect(config: ClusterConfig) -> Iterator[Client]:
         with client:
             yield client
         return
-    cluster = LocalCluster(
-        n_workers=config.n_workers,
-        threads_per_worker=config.threads_per_worker,
-        processes=config.processes,
-        host="127.0.0.1",
-        dashboard_address=config.dashboard_address,
-    )
+    if config.gpu:
+        cluster = _local_cuda_cluster(config)
+    else:
+        cluster = LocalCluster(
+            n_workers=config.n_workers,
+            threads_per_worker=config.threads_per_worker,
+            processes=config.processes,
+            host="127.0.0.1",
+            dashboard_address=config.dashboard_address,
+        )
     with cluster, Client(cluster) as client:
         yield client

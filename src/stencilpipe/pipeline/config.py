@@ -57,6 +57,7 @@ class ClusterConfig(_Strict):
     processes: bool = True
     dashboard_address: str = Field("127.0.0.1:0", description="host:port of the embedded dashboard")
     timeout: float = Field(10.0, gt=0, description="seconds to wait for a remote scheduler")
+    gpu: bool = Field(False, description="start dask-cuda's LocalCUDACluster, one worker per GPU")
 
 
 class StencilRef(_Strict):
@@ -148,7 +149,7 @@ class PipelineConfig(_Strict):
     output: str
     stages: list[Stage] = Field(min_length=1)  # type: ignore[valid-type]
     boundary: Mode = "reflect"
-    backend: Literal["numpy"] = "numpy"
+    backend: Literal["numpy", "cupy", "auto"] = "numpy"
     chunks: Literal["auto"] | PositiveInt | list[PositiveInt | Literal[-1]] = "auto"
     cluster: ClusterConfig = ClusterConfig()
     resume: bool = True

@@ -11,6 +11,7 @@ import dask.array as da
 from rich.console import Console
 from rich.table import Table
 
+from ..backends import choose_backend, to_backend
 from ..cluster import connect
 from ..io import imread, imsave
 from ..io.stackinfo import inputs_of
@@ -23,9 +24,10 @@ __all__ = ["Plan", "RunSummary", "plan", "run"]
 
 @dataclass(frozen=True)
 class Plan:
-    """The lazy pieces of a run: input stack, its description, the result and the write."""
+    """The lazy pieces of a run: input stack, its description, the backend, result and write."""
 
     config: PipelineConfig
+    backend: str
     stack: Any
     info: Any
     result: Any
@@ -37,7 +39,7 @@ class Plan:
         return (
             f"input:   {self.config.input}: {self.info.frames} frames "
             f"{tuple(self.stack.shape)} {self.stack.dtype}, chunks {self.stack.chunksize}\n"
-            f"stages:  {stages}\n"
+            f"stages:  {stages} (on {self.backend})\n"
             f"output:  {self.config.output} "
             f"({'resume' if self.config.resume else 'overwrite'})\n"
             f"graph:   {len(self.write.__dask_graph__())} tasks"
@@ -56,7 +58,11 @@ def plan(config: PipelineConfig) -> Plan:
     chunks = None if config.chunks == "auto" else config.chunks
     stack = imread(config.input, chunks=chunks)
     (info,) = inputs_of(stack)
-    result = _apply_per_channel(build_chain(config), stack)
+    pipeline = build_chain(config)
+    backend = choose_backend(config.backend, info.shape[1:3])
+    # One move to the backend after reading, one back before writing, whatever the stages.
+    on_backend = _apply_per_channel(pipeline, to_backend(stack, backend))
+    result = to_backend(on_backend, "numpy") if backend != "numpy" else on_backend
     write = imsave(
         result,
         config.output,
@@ -64,7 +70,7 @@ def plan(config: PipelineConfig) -> Plan:
         compression=config.compression,
         compute=False,
     )
-    return Plan(config, stack, info, result, write)
+    return Plan(config, backend, stack, info, result, write)
 
 
 @dataclass

@@ -24,6 +24,7 @@ from .codegen_cpu import cpu_module_source
 from .cuda_apply import apply_cuda, is_device_array
 from .dask_apply import apply_dask, is_dask_array
 from .dtypes import check_dtype
+from .foreign import is_foreign, like, to_native
 from .gufunc import apply_numpy
 from .modules import load_module
 from .rewrite import resolve_free_names
@@ -144,6 +145,11 @@ class Stencil:
     def __call__(self, *args: Any, out: Any = None, boundary: str | None = None, cval: Any = None):
         """Apply the kernel; see :func:`stencil` for the semantics."""
         arrays, scalars = self._bind(args)
+        foreign = next((a for a in [*arrays, out] if is_foreign(a)), None)
+        if foreign is not None:
+            native = [to_native(a) for a in arrays]
+            result = self(*native, *scalars, out=to_native(out), boundary=boundary, cval=cval)
+            return out if out is not None else like(result, foreign)
         mode = self.boundary if boundary is None else validate_mode(boundary)
         fill = self.cval if cval is None else cval
         if any(is_dask_array(a) for a in arrays):
