@@ -71,7 +71,7 @@ def main() -> None:
         # As a user runs it: plan, start the embedded cluster, compute, stop it.
         rows = [("stencilpipe run (incl. cluster start/stop)", timed(lambda: run(config)))]
         with connect(config.cluster) as client:
-            pipeline = plan(config).write
+            pipeline = plan(config).report()
             io_only = imsave(imread(str(src)), str(Path(tmp) / "io"), compute=False)
             rows.append(("stencilpipe compute on a started cluster", timed(lambda: client.compute(pipeline).result())))
             rows.append(("I/O only: imsave(imread()), same cluster", timed(lambda: client.compute(io_only).result())))

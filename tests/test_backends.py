@@ -66,7 +66,7 @@ def test_each_chunk_moves_once_each_way_whatever_the_number_of_stages(
     work = plan(config)
     assert work.backend == "recording" and work.stack.numblocks[0] == 4
     with dask.config.set(scheduler="sync"):
-        report = work.write.compute()
+        report = work.report().compute()
     assert report.frames_written == 8
     assert (to_device.calls, to_host.calls) == (4, 4)
     want = frames

@@ -153,7 +153,7 @@ def test_inspect_validate_filters(tmp_path, pngs):
         assert f"\n{name}(" in "\n" + listed.output
 
 
-def test_a_frame_that_fails_during_the_run_gives_exit_code_1_and_is_listed(tmp_path):
+def test_a_frame_that_fails_during_the_run_fails_only_its_own_output(tmp_path):
     folder = tmp_path / "in"
     folder.mkdir()
     frame = np.random.default_rng(1).integers(0, 256, (64, 64), dtype=np.uint8)
@@ -165,9 +165,15 @@ def test_a_frame_that_fails_during_the_run_gives_exit_code_1_and_is_listed(tmp_p
         offset = tif.pages[0].dataoffsets[0]
     data[offset + 2 : offset + 40] = b"\xff" * 38  # headers intact, compressed pixels garbage
     broken.write_bytes(bytes(data))
-    result = cli("apply", "mean:size=3", "in/*.tif", "out/", "--workers", "1", cwd=tmp_path)
+    config = tmp_path / "run.yaml"
+    config.write_text("input: in/*.tif\noutput: out/\nstages: [{mean: {size: 3}}]\nchunks: 1\n")
+    result = cli("run", config, "--workers", "1", cwd=tmp_path)
     assert result.returncode == 1, (result.stdout, result.stderr)
-    assert "img_1.tif" in result.stdout
+    assert "failed: img_1.tif: BadImageFile" in result.stdout
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["img_0.tif", "img_2.tif"]
+    for name in ("img_0.tif", "img_2.tif"):  # the frames that could be read were written
+        want = np.rint(ndi.uniform_filter(frame.astype(np.float64), 3)).astype(np.uint8)
+        np.testing.assert_array_equal(tifffile.imread(tmp_path / "out" / name), want)
 
 
 @pytest.mark.skipif(

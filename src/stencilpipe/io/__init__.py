@@ -13,9 +13,19 @@
 """
 
 from .errors import TargetError
-from .plan import WriteReport
+from .plan import PendingWrite, WriteReport
 from .read import imread, inspect
 from .stackinfo import StackInfo, source_names
-from .write import imsave
+from .write import imsave, plan_write
 
-__all__ = ["StackInfo", "TargetError", "WriteReport", "imread", "imsave", "inspect", "source_names"]
+__all__ = [
+    "PendingWrite",
+    "StackInfo",
+    "TargetError",
+    "WriteReport",
+    "imread",
+    "imsave",
+    "inspect",
+    "plan_write",
+    "source_names",
+]

@@ -19,7 +19,14 @@ import numpy as np
 from dask.delayed import Delayed
 from dask.utils import format_bytes
 
-__all__ = ["WriteReport", "frame_blocks", "lazy_report", "select_blocks", "to_numpy"]
+__all__ = [
+    "PendingWrite",
+    "WriteReport",
+    "frame_blocks",
+    "lazy_report",
+    "select_blocks",
+    "to_numpy",
+]
 
 
 @dataclass(frozen=True)
@@ -84,3 +91,48 @@ def lazy_report(
 ) -> Delayed:
     """A delayed :class:`WriteReport` that depends on every block's ``status`` (bytes)."""
     return dask.delayed(_report, pure=True)(status, target, tuple(files), written, skipped)
+
+
+@dataclass(frozen=True)
+class PendingWrite:
+    """A planned file write: one status task per block of frames, and what each block writes.
+
+    ``imsave(..., compute=False)`` returns :meth:`report`, which fails as a
+    whole when any block fails. A runner that wants the other blocks written
+    anyway computes :meth:`blocks` one by one and builds the report from the
+    blocks that succeeded with :meth:`partial_report`.
+
+    Attributes
+    ----------
+    target : str
+        The target as given.
+    status : dask.array.Array or None
+        Bytes written per frame, one chunk per block of frames (None: nothing to write).
+    files : tuple of str
+        Every file this write creates.
+    skipped : int
+        Frames kept because their output existed.
+    block_files : tuple of tuple of str
+        The files each status block writes, in block order.
+    """
+
+    target: str
+    status: da.Array | None
+    files: tuple[str, ...]
+    skipped: int
+    block_files: tuple[tuple[str, ...], ...]
+
+    def report(self) -> Delayed:
+        """A delayed :class:`WriteReport` of the whole write."""
+        return lazy_report(self.status, self.target, self.files, len(self.files), self.skipped)
+
+    def blocks(self) -> list[Delayed]:
+        """One delayed status (bytes per frame) per block, in :attr:`block_files` order."""
+        return [] if self.status is None else list(self.status.to_delayed().ravel())
+
+    def partial_report(self, results: Sequence[np.ndarray | None]) -> WriteReport:
+        """The report of the blocks whose result is not None (the others failed)."""
+        done = [files for files, result in zip(self.block_files, results) if result is not None]
+        nbytes = sum(int(np.sum(r)) for r in results if r is not None)
+        written = tuple(f for files in done for f in files)
+        return WriteReport(self.target, len(written), self.skipped, nbytes, written)

@@ -20,12 +20,12 @@ from dask.delayed import Delayed
 from .atomic import new_run, remove_stale_temps, write_atomic
 from .errors import TargetError
 from .formats import FrameWriter, writer_for
-from .plan import WriteReport, frame_blocks, lazy_report, select_blocks, to_numpy
+from .plan import PendingWrite, WriteReport, frame_blocks, select_blocks, to_numpy
 from .stackinfo import StackInfo, inputs_of, source_names
 from .targets import Target, check_inputs, output_paths, parse_target
 from .zarrio import save_zarr
 
-__all__ = ["imsave"]
+__all__ = ["imsave", "plan_write"]
 
 
 def imsave(
@@ -86,6 +86,28 @@ def imsave(
     >>> imsave(frames, out).frames_skipped  # a rerun keeps what exists
     3
     """
+    planned = plan_write(array, target, overwrite=overwrite, compression=compression, names=names)
+    lazy = planned.report() if isinstance(planned, PendingWrite) else planned
+    return lazy.compute() if compute else lazy
+
+
+def plan_write(
+    array: Any,
+    target: str | os.PathLike[str],
+    *,
+    overwrite: bool = False,
+    compression: str | None = None,
+    names: Sequence[str] | None = None,
+) -> PendingWrite | Delayed:
+    """Plan what :func:`imsave` writes, without writing: checks the target, skips what exists.
+
+    Returns
+    -------
+    PendingWrite or dask.delayed.Delayed
+        For files, a :class:`~stencilpipe.io.plan.PendingWrite` whose blocks can
+        be computed (and fail) one by one; for a Zarr store, the delayed
+        :class:`WriteReport`.
+    """
     array = da.asarray(array)
     if array.ndim == 2:
         array = array[np.newaxis]
@@ -98,22 +120,21 @@ def imsave(
     inputs = inputs_of(array)
     if where.zarr:
         check_inputs(where, [where.directory], inputs)
-        lazy = save_zarr(
+        return save_zarr(
             array, where.directory, ome=where.ome, overwrite=overwrite, compression=compression
         )
-    else:
-        lazy = _save_files(array, where, names, overwrite, compression, inputs)
-    return lazy.compute() if compute else lazy
+    return plan_files(array, where, names, overwrite, compression, inputs)
 
 
-def _save_files(
+def plan_files(
     array: da.Array,
     target: Target,
     names: Sequence[str] | None,
     overwrite: bool,
     compression: str | None,
     inputs: list[StackInfo],
-) -> Delayed:
+) -> PendingWrite:
+    """Plan writing ``array`` one file per frame into ``target`` (see :func:`imsave`)."""
     writer = writer_for(target.extension)
     writer.check(array.dtype, array.shape[1:], compression)
     frames = array.shape[0]
@@ -138,7 +159,7 @@ def _save_files(
     ]
     written = [p for p, d in zip(paths, done, strict=True) if not d]
     if not todo:
-        return lazy_report(None, target.given, written, 0, frames)
+        return PendingWrite(target.given, None, (), frames, ())
 
     plan = np.array([("" if d else p) for p, d in zip(paths, done, strict=True)], dtype=object)
     sub = select_blocks(array, todo)
@@ -160,7 +181,11 @@ def _save_files(
         dtype=np.int64,
         meta=np.empty(0, np.int64),
     )
-    return lazy_report(status, target.given, written, len(written), frames - len(written))
+    block_files = tuple(
+        tuple(p for p in plan[start:stop] if p)
+        for start, stop in zip(np.cumsum((0, *sub.chunks[0][:-1])), np.cumsum(sub.chunks[0]))
+    )
+    return PendingWrite(target.given, status, tuple(written), frames - len(written), block_files)
 
 
 def _prepare(directory: str, run: str) -> None:

@@ -150,6 +150,7 @@ class PipelineConfig(_Strict):
     stages: list[Stage] = Field(min_length=1)  # type: ignore[valid-type]
     boundary: Mode = "reflect"
     backend: Literal["numpy", "cupy", "auto"] = "numpy"
+    #: ``auto``, frames per chunk, or Dask chunks per axis (``[4, 512, 512]``: tiles).
     chunks: Literal["auto"] | PositiveInt | list[PositiveInt | Literal[-1]] = "auto"
     cluster: ClusterConfig = ClusterConfig()
     resume: bool = True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,7 +14,7 @@ from rich.table import Table
 
 from ..backends import choose_backend, to_backend
 from ..cluster import connect
-from ..io import imread, imsave
+from ..io import PendingWrite, imread, plan_write
 from ..io.stackinfo import inputs_of
 from ..stencils import Chain
 from .config import PipelineConfig
@@ -33,6 +34,10 @@ class Plan:
     result: Any
     write: Any
 
+    def report(self) -> Any:
+        """The whole write as one delayed :class:`~stencilpipe.io.WriteReport`."""
+        return self.write.report() if isinstance(self.write, PendingWrite) else self.write
+
     def describe(self) -> str:
         """What would run, for ``--dry-run``."""
         stages = " -> ".join(f"{name}({params})" for name, params in self.config.stage_specs())
@@ -42,7 +47,7 @@ class Plan:
             f"stages:  {stages} (on {self.backend})\n"
             f"output:  {self.config.output} "
             f"({'resume' if self.config.resume else 'overwrite'})\n"
-            f"graph:   {len(self.write.__dask_graph__())} tasks"
+            f"graph:   {len(self.report().__dask_graph__())} tasks"
         )
 
 
@@ -55,20 +60,18 @@ def _apply_per_channel(pipeline: Chain, stack: Any) -> Any:
 
 def plan(config: PipelineConfig) -> Plan:
     """Build the whole run as one lazy graph; reads headers only, computes nothing."""
-    chunks = None if config.chunks == "auto" else config.chunks
-    stack = imread(config.input, chunks=chunks)
+    # An int is frames per chunk (whole frames): chunked so when read, so that a bad
+    # frame fails only its own chunk.
+    chunks = {0: config.chunks} if isinstance(config.chunks, int) else config.chunks
+    stack = imread(config.input, chunks=None if chunks == "auto" else chunks)
     (info,) = inputs_of(stack)
     pipeline = build_chain(config)
     backend = choose_backend(config.backend, info.shape[1:3])
     # One move to the backend after reading, one back before writing, whatever the stages.
     on_backend = _apply_per_channel(pipeline, to_backend(stack, backend))
     result = to_backend(on_backend, "numpy") if backend != "numpy" else on_backend
-    write = imsave(
-        result,
-        config.output,
-        overwrite=not config.resume,
-        compression=config.compression,
-        compute=False,
+    write = plan_write(
+        result, config.output, overwrite=not config.resume, compression=config.compression
     )
     return Plan(config, backend, stack, info, result, write)
 
@@ -86,6 +89,7 @@ class RunSummary:
     skipped: int
     dashboard: str | None
     failures: list[str] = field(default_factory=list)
+    workers_lost: int = 0
 
     @property
     def frames_per_second(self) -> float:
@@ -108,6 +112,12 @@ class RunSummary:
                 f"{self.frames_per_second:.1f} frames/s, {self.megabytes_per_second:.1f} MB/s",
             ),
             ("output", self.output),
+            (
+                "workers lost",
+                f"{self.workers_lost} (their tasks were recomputed)"
+                if self.workers_lost
+                else "none",
+            ),
             ("failures", f"{len(self.failures)} (listed below)" if self.failures else "none"),
         ]
         for name, value in rows:
@@ -135,18 +145,14 @@ def run(
     work = plan(config)
     with connect(config.cluster) as client:
         console.print(f"[bold]dashboard:[/bold] {client.dashboard_link}")
+        workers_before = set(client.scheduler_info()["workers"])
         start = time.perf_counter()
         recording = performance_report(filename=report) if report else contextlib.nullcontext()
-        failures: list[str] = []
         with recording:
-            future = client.compute(work.write)
-            progress(future, notebook=False)
-            try:
-                written = future.result()
-            except Exception as exc:  # noqa: BLE001 - reported as the run's failure, exit code 1
-                failures.append(f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
-                written = None
+            written, failures = _execute(client, work.write, progress)
         seconds = time.perf_counter() - start
+        # A worker that died was replaced (by its Nanny) under a new address.
+        lost = len(workers_before - set(client.scheduler_info()["workers"]))
     frames_written = written.frames_written if written else 0
     summary = RunSummary(
         frames=work.info.frames,
@@ -155,11 +161,43 @@ def run(
         seconds=seconds,
         output=config.output,
         written=frames_written,
-        skipped=written.frames_skipped if written else 0,
+        skipped=written.frames_skipped if written else work.info.frames - frames_written,
         dashboard=client.dashboard_link,
         failures=failures,
+        workers_lost=lost,
     )
     console.print(summary.table())
     for failure in summary.failures:
         console.print(f"failed: {failure}", soft_wrap=True, markup=False, highlight=False)
     return summary
+
+
+def _one_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+
+
+def _execute(client: Any, write: PendingWrite | Any, progress: Any) -> tuple[Any, list[str]]:
+    """Compute the write; a failing block of frames fails only its own files.
+
+    Returns the :class:`~stencilpipe.io.WriteReport` of what was written (None
+    when a Zarr write failed as a whole) and one line per failure.
+    """
+    if not isinstance(write, PendingWrite):  # a Zarr store: written as a whole
+        future = client.compute(write)
+        progress(future, notebook=False)
+        try:
+            return future.result(), []
+        except Exception as exc:  # noqa: BLE001 - reported as the run's failure, exit code 1
+            return None, [_one_line(exc)]
+    futures = client.compute(write.blocks())
+    if futures:
+        progress(futures, notebook=False)
+    results, failures = [], []
+    for future, files in zip(futures, write.block_files):
+        try:
+            results.append(future.result())
+        except Exception as exc:  # noqa: BLE001 - this block's frames failed, the rest go on
+            results.append(None)
+            names = ", ".join(os.path.basename(f) for f in files)
+            failures.append(f"{names}: {_one_line(exc)}")
+    return write.partial_report(results), failures
