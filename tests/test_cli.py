@@ -67,11 +67,20 @@ def write_config(tmp_path, **extra):
 def test_run_on_two_worker_processes_matches_scipy_and_resumes(tmp_path, pngs):
     _, frames = pngs
     config = write_config(tmp_path)
-    first = cli("run", config, "--report", "report.html", cwd=tmp_path)
+    first = cli("run", config, "--report", "report.html", "--log-file", "run.log", cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     assert "dashboard:" in first.stdout and "http://127.0.0.1:" in first.stdout
     assert f"{FRAMES} written" in first.stdout and "frames/s" in first.stdout
     assert (tmp_path / "report.html").stat().st_size > 0
+    log = (tmp_path / "run.log").read_text()
+    for phase in (
+        "read headers of in/*.png: end",
+        "stage mean: halo",
+        "stage sobel: halo",
+        f"compute and write {FRAMES} frames: end",
+        "summary: 6 written",
+    ):
+        assert phase in log
     outputs = {name: tmp_path / "out" / f"{name}.tif" for name in frames}
     for name, frame in frames.items():
         np.testing.assert_array_equal(tifffile.imread(outputs[name]), oracle(frame))

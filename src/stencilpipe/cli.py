@@ -22,9 +22,11 @@ def _friendly_errors(command: Callable[..., Any]) -> Callable[..., Any]:
     """Turn stencilpipe's errors into one line on stderr and exit code 2 (unless --debug)."""
 
     @functools.wraps(command)
-    def wrapper(*args: Any, debug: bool = False, **kwargs: Any) -> Any:
+    def wrapper(*args: Any, debug: bool = False, log_file: str | None = None, **kwargs: Any) -> Any:
         from .errors import StencilpipeError
 
+        if log_file:
+            _log_to(log_file)
         try:
             return command(*args, **kwargs)
         except StencilpipeError as exc:
@@ -38,7 +40,23 @@ def _friendly_errors(command: Callable[..., Any]) -> Callable[..., Any]:
             click.secho("interrupted: finished outputs are kept; rerun to resume", err=True)
             sys.exit(EXIT_INTERRUPTED)
 
+    wrapper = click.option(
+        "--log-file",
+        type=click.Path(dir_okay=False),
+        help="Append one line per phase to this file.",
+    )(wrapper)
     return click.option("--debug", is_flag=True, help="Show tracebacks.")(wrapper)
+
+
+def _log_to(path: str) -> None:
+    """Send stencilpipe's log lines (phases with timings) to ``path``."""
+    import logging
+
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logger = logging.getLogger("stencilpipe")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
 
 
 def _cluster_options(command: Callable[..., Any]) -> Callable[..., Any]:

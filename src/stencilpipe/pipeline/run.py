@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +23,19 @@ from .config import PipelineConfig
 from .stages import build_chain
 
 __all__ = ["Plan", "RunSummary", "plan", "run"]
+
+#: One line per phase of a run, with its timing (the CLI's ``--log-file`` writes them).
+log = logging.getLogger("stencilpipe.run")
+
+
+@contextlib.contextmanager
+def _phase(name: str) -> Iterator[None]:
+    log.info("%s: start", name)
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        log.info("%s: end (%.3f s)", name, time.perf_counter() - start)
 
 
 @dataclass(frozen=True)
@@ -63,9 +78,13 @@ def plan(config: PipelineConfig) -> Plan:
     # An int is frames per chunk (whole frames): chunked so when read, so that a bad
     # frame fails only its own chunk.
     chunks = {0: config.chunks} if isinstance(config.chunks, int) else config.chunks
-    stack = imread(config.input, chunks=None if chunks == "auto" else chunks)
+    with _phase(f"read headers of {config.input}"):
+        stack = imread(config.input, chunks=None if chunks == "auto" else chunks)
     (info,) = inputs_of(stack)
-    pipeline = build_chain(config)
+    with _phase("build stages"):
+        pipeline = build_chain(config)
+    for stage in pipeline.stages:
+        log.info("stage %s: halo %s, boundary %s", stage.name, stage.halo, stage.boundary)
     backend = choose_backend(config.backend, info.shape[1:3])
     # One move to the backend after reading, one back before writing, whatever the stages.
     on_backend = _apply_per_channel(pipeline, to_backend(stack, backend))
@@ -143,12 +162,14 @@ def run(
 
     console = console or Console()
     work = plan(config)
+    log.info("cluster: %s", config.cluster.address or "embedded LocalCluster")
     with connect(config.cluster) as client:
+        log.info("dashboard: %s", client.dashboard_link)
         console.print(f"[bold]dashboard:[/bold] {client.dashboard_link}")
         workers_before = set(client.scheduler_info()["workers"])
         start = time.perf_counter()
         recording = performance_report(filename=report) if report else contextlib.nullcontext()
-        with recording:
+        with recording, _phase(f"compute and write {work.info.frames} frames"):
             written, failures = _execute(client, work.write, progress)
         seconds = time.perf_counter() - start
         # A worker that died was replaced (by its Nanny) under a new address.
@@ -165,6 +186,14 @@ def run(
         dashboard=client.dashboard_link,
         failures=failures,
         workers_lost=lost,
+    )
+    log.info(
+        "summary: %d written, %d kept, %d failed, %.2f s, output %s",
+        summary.written,
+        summary.skipped,
+        len(summary.failures),
+        summary.seconds,
+        summary.output,
     )
     console.print(summary.table())
     for failure in summary.failures:
