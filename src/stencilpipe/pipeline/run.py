@@ -73,6 +73,20 @@ def _apply_per_channel(pipeline: Chain, stack: Any) -> Any:
     return pipeline(stack)
 
 
+#: Chunks per worker thread that ``chunks: auto`` aims for, so that the last chunks do not
+#: leave most workers idle and a bad frame fails few others with it.
+CHUNKS_PER_THREAD = 4
+
+
+def _balanced(stack: Any, source: str, threads: int) -> Any:
+    """``stack``, opened again with fewer frames per chunk if it has too few chunks for
+    ``threads`` (only small stacks do, so the second header scan is cheap)."""
+    if stack.numblocks[0] >= CHUNKS_PER_THREAD * threads:
+        return stack
+    per_chunk = max(1, -(-stack.shape[0] // (CHUNKS_PER_THREAD * threads)))
+    return imread(source, chunks={0: per_chunk})
+
+
 def plan(config: PipelineConfig) -> Plan:
     """Build the whole run as one lazy graph; reads headers only, computes nothing."""
     # An int is frames per chunk (whole frames): chunked so when read, so that a bad
@@ -80,6 +94,9 @@ def plan(config: PipelineConfig) -> Plan:
     chunks = {0: config.chunks} if isinstance(config.chunks, int) else config.chunks
     with _phase(f"read headers of {config.input}"):
         stack = imread(config.input, chunks=None if chunks == "auto" else chunks)
+        if chunks == "auto":
+            threads = config.cluster.n_workers * config.cluster.threads_per_worker
+            stack = _balanced(stack, config.input, threads)
     (info,) = inputs_of(stack)
     with _phase("build stages"):
         pipeline = build_chain(config)
