@@ -1,0 +1,41 @@
+"""Planning a run: chunking for balance, the dry-run description, nothing computed."""
+
+import numpy as np
+import tifffile
+
+from stencilpipe.pipeline import parse_config, plan
+
+
+def write_stack(folder, frames):
+    folder.mkdir()
+    for index in range(frames):
+        tifffile.imwrite(folder / f"f{index}.tif", np.full((16, 16), index, np.uint8))
+
+
+def test_auto_chunks_give_every_worker_thread_several_chunks(tmp_path):
+    write_stack(tmp_path / "in", 10)
+    config = parse_config(
+        {
+            "input": str(tmp_path / "in"),
+            "output": str(tmp_path / "out"),
+            "stages": ["mean"],
+            "cluster": {"n_workers": 2, "threads_per_worker": 1},
+        }
+    )
+    work = plan(config)
+    assert max(work.stack.chunks[0]) == 2  # ceil(10 frames / (4 chunks x 2 threads))
+    assert not (tmp_path / "out").exists()
+    assert "10 frames" in work.describe() and "mean" in work.describe()
+
+
+def test_integer_chunks_are_frames_per_chunk(tmp_path):
+    write_stack(tmp_path / "in", 5)
+    config = parse_config(
+        {
+            "input": str(tmp_path / "in"),
+            "output": str(tmp_path / "out"),
+            "stages": ["mean"],
+            "chunks": 3,
+        }
+    )
+    assert plan(config).stack.chunks[0] == (3, 2)
