@@ -21,8 +21,7 @@ from typing import Any
 import numpy as np
 
 from .analysis import KernelInfo
-from .rewrite import PointSource, index_names, point_functions
-from .store import store_function
+from .rewrite import PointSource, assemble_module, index_names
 
 __all__ = ["cpu_module_source", "work_rows"]
 
@@ -118,11 +117,13 @@ def cpu_module_source(
     ``cvals`` are the constant-mode fill values, one per array, already widened;
     ``start, stop`` bound the rows computed (see :func:`work_rows`).
     """
-    head = _HEADER.format(cache=cache)
-    if mode != "constant":
-        head += f"_sp_fold = device(_sp_boundary.fold_{mode})\n"
-    head += prelude + "\n\n"
-    first_line = head.count("\n") + 1
-    points = point_functions(info, env, in_dtypes, mode, first_line)
-    text = head + points.source + "\n\n" + store_function(out_dtype) + "\n\n" + _loop_nest(info)
-    return PointSource(text, points.line_map)
+    return assemble_module(
+        _HEADER.format(cache=cache),
+        _loop_nest(info),
+        info,
+        env,
+        in_dtypes,
+        out_dtype,
+        mode,
+        prelude,
+    )

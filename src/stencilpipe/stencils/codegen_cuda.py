@@ -29,8 +29,8 @@ import numpy as np
 from numba.cuda import config as _cuda_config
 
 from .analysis import KernelInfo
-from .rewrite import PointSource, index_names, point_functions
-from .store import round_if_float, store_function
+from .rewrite import PointSource, assemble_module, index_names
+from .store import round_if_float
 
 __all__ = ["cuda_module_source", "block_shape", "grid_shape", "MAX_GRID_Y"]
 
@@ -189,11 +189,5 @@ def cuda_module_source(
     widened. Launch it as ``apply[grid_shape(...), block_shape(...)](...)``
     with the columns and rows of ``out``.
     """
-    head = _HEADER.format(version=_VERSION, cache=cache)
-    if mode != "constant":
-        head += f"_sp_fold = device(_sp_boundary.fold_{mode})\n"
-    head += prelude + "\n\n"
-    first_line = head.count("\n") + 1
-    points = point_functions(info, env, in_dtypes, mode, first_line)
-    text = head + points.source + "\n\n" + store_function(out_dtype) + "\n\n" + _kernel(info)
-    return PointSource(text, points.line_map)
+    header = _HEADER.format(version=_VERSION, cache=cache)
+    return assemble_module(header, _kernel(info), info, env, in_dtypes, out_dtype, mode, prelude)

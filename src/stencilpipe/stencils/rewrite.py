@@ -27,9 +27,16 @@ import numpy as np
 
 from .analysis import KernelInfo
 from .dtypes import wide_type_name
+from .store import store_function
 from .unroll import unroll_constant_loops
 
-__all__ = ["PointSource", "point_functions", "resolve_free_names", "index_names"]
+__all__ = [
+    "PointSource",
+    "assemble_module",
+    "index_names",
+    "point_functions",
+    "resolve_free_names",
+]
 
 #: Largest global/closure array written into generated source (bigger ones are passed by object).
 _MAX_INLINE_ARRAY = 1 << 16
@@ -244,3 +251,25 @@ def resolve_free_names(info: KernelInfo, env: dict[str, Any]) -> tuple[str, dict
         else:
             lines.append(f"{name} = {literal}")
     return "\n".join(lines), injected
+
+
+def assemble_module(
+    header: str,
+    driver: str,
+    info: KernelInfo,
+    env: dict[str, Any],
+    in_dtypes: tuple[np.dtype, ...],
+    out_dtype: np.dtype,
+    mode: str,
+    prelude: str,
+) -> PointSource:
+    """A target's module: its ``header`` (which defines ``device`` and ``inlined``), the fold
+    function of ``mode``, the kernel's free names, the point functions, the store, and the
+    target's ``driver`` (the loop nest or grid kernel named ``apply``)."""
+    head = header
+    if mode != "constant":
+        head += f"_sp_fold = device(_sp_boundary.fold_{mode})\n"
+    head += prelude + "\n\n"
+    points = point_functions(info, env, in_dtypes, mode, head.count("\n") + 1)
+    text = head + points.source + "\n\n" + store_function(out_dtype) + "\n\n" + driver
+    return PointSource(text, points.line_map)
