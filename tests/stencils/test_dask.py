@@ -110,3 +110,27 @@ def test_the_seed_scale_builds_fast_and_computes_one_chunk_for_one_frame():
     (first,) = dask.optimize(y[0])
     assert len(first.__dask_graph__()) <= 4  # ones, smooth, getitem: one chunk's tasks
     np.testing.assert_array_equal(first.compute(), np.ones((1000, 1000), np.int8))
+
+
+def test_inside_dask_tasks_kernels_use_only_the_task_thread(monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from stencilpipe.stencils import threads
+
+    class Recording(ThreadPoolExecutor):
+        submitted = 0
+
+        def submit(self, *args, **kwargs):
+            Recording.submitted += 1
+            return super().submit(*args, **kwargs)
+
+    monkeypatch.setattr(threads, "_threads", 2)
+    monkeypatch.setattr(threads, "_executor", Recording(1))
+    x = np.random.default_rng(4).integers(0, 99, (4, 64, 64)).astype(np.int32)
+    want = smooth(x)  # outside Dask: the rows are split over two threads
+    assert Recording.submitted > 0
+    Recording.submitted = 0
+    with dask.config.set(scheduler="threads"):
+        got = smooth(da.from_array(x, chunks=(1, -1, -1))).compute()
+    assert Recording.submitted == 0  # Dask's threads are the only ones
+    np.testing.assert_array_equal(got, want)
