@@ -61,6 +61,9 @@ def _log_to(path: str) -> None:
 
 def _cluster_options(command: Callable[..., Any]) -> Callable[..., Any]:
     command = click.option(
+        "--skip-bad", is_flag=True, help="Leave out unreadable or mismatched input files."
+    )(command)
+    command = click.option(
         "--gpu", is_flag=True, help="Run on GPUs: CuPy chunks on a dask-cuda LocalCUDACluster."
     )(command)
     command = click.option("--address", help="Address of a running Dask scheduler.")(command)
@@ -70,8 +73,12 @@ def _cluster_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
-def _overrides(address: str | None, workers: int | None, gpu: bool = False) -> list[str]:
+def _overrides(
+    address: str | None, workers: int | None, gpu: bool = False, skip_bad: bool = False
+) -> list[str]:
     result = ["backend=cupy", "cluster.gpu=true"] if gpu else []
+    if skip_bad:
+        result.append("skip_bad=true")
     if address:
         result.append(f"cluster.address={address}")
     if workers:
@@ -91,6 +98,10 @@ def _run_config(config: Any, report: str | None) -> None:
 @click.version_option(package_name="stencilpipe")
 def main() -> None:
     """Neighbourhood filters over image stacks, on a laptop or a Dask cluster."""
+    import logging
+
+    # tifffile logs a warning for a corrupt file before raising; our one-line error says it.
+    logging.getLogger("tifffile").setLevel(logging.ERROR)
 
 
 @main.command()
@@ -110,6 +121,7 @@ def run(
     address: str | None,
     workers: int | None,
     gpu: bool,
+    skip_bad: bool,
     dry_run: bool,
     report: str | None,
 ) -> None:
@@ -117,7 +129,7 @@ def run(
     from .pipeline.config import load_config
     from .pipeline.run import plan
 
-    settings = load_config(config, [*overrides, *_overrides(address, workers, gpu)])
+    settings = load_config(config, [*overrides, *_overrides(address, workers, gpu, skip_bad)])
     if dry_run:
         click.echo(plan(settings).describe())
         return
@@ -161,6 +173,7 @@ def apply(
     address: str | None,
     workers: int | None,
     gpu: bool,
+    skip_bad: bool,
     report: str | None,
 ) -> None:
     """Apply STAGES (e.g. mean:size=3,sobel:axis=0) to the images INPUT, writing OUTPUT."""
@@ -174,7 +187,7 @@ def apply(
         "stages": _parse_stages(stages),
         "boundary": boundary,
     }
-    data = apply_overrides(data, _overrides(address, workers, gpu))
+    data = apply_overrides(data, _overrides(address, workers, gpu, skip_bad))
     _run_config(parse_config(data, source="command line", base_dir=Path.cwd()), report)
 
 

@@ -105,7 +105,7 @@ def test_each_bad_file_is_named_with_its_reason(tmp_path, name, make, reason):
     message = str(caught.value)
     assert message.startswith(f"1 of 4 files in {tmp_path} cannot be read: {name}: ")
     assert re.search(reason, message), message
-    assert message.endswith("pass skip_bad=True to leave them out")
+    assert message.endswith("pass skip_bad=True (--skip-bad on the command line) to leave them out")
     assert "\n" not in message
 
 

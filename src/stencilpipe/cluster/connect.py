@@ -61,7 +61,7 @@ def connect(config: ClusterConfig) -> Iterator[Client]:
     if address:
         try:
             client = Client(address, timeout=config.timeout)
-        except (OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError, ValueError) as exc:
             raise ClusterError(
                 f"cannot reach the Dask scheduler at {address} within {config.timeout:g} s "
                 f"({type(exc).__name__}: {exc}); check the address, or leave cluster.address "

@@ -253,5 +253,5 @@ def _bad_message(src: Source, bad: tuple[tuple[str, str], ...], skip_bad: bool) 
         return f"none of the {len(src.paths)} files {where} can be read: {'; '.join(listed)}"
     return (
         f"{len(bad)} of {len(src.paths)} files {where} cannot be read: {'; '.join(listed)}; "
-        "pass skip_bad=True to leave them out"
+        "pass skip_bad=True (--skip-bad on the command line) to leave them out"
     )

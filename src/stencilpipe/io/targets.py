@@ -11,7 +11,7 @@ from pathlib import PurePath
 from .errors import TargetError
 from .stackinfo import StackInfo
 
-__all__ = ["Target", "check_inputs", "output_paths", "parse_target"]
+__all__ = ["Target", "check_directory", "check_inputs", "output_paths", "parse_target"]
 
 _DEFAULT_PATTERN = "*.tif"
 
@@ -61,6 +61,15 @@ def parse_target(target: str | os.PathLike[str]) -> Target:
     if given.endswith(("/", os.sep)) or os.path.isdir(path) or not is_pattern:
         return Target(given, path, _DEFAULT_PATTERN, False, False)
     return Target(given, folder or ".", name, False, False)
+
+
+def check_directory(target: Target) -> None:
+    """Refuse a target whose directory cannot be made because a file is in the way."""
+    existing = target.directory
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise TargetError(f"cannot write to {target.given}: {existing} is a file, not a directory")
 
 
 def output_paths(target: Target, names: Sequence[str]) -> list[str]:

@@ -22,7 +22,7 @@ from .errors import TargetError
 from .formats import FrameWriter, writer_for
 from .plan import PendingWrite, WriteReport, frame_blocks, select_blocks, to_numpy
 from .stackinfo import StackInfo, inputs_of, source_names
-from .targets import Target, check_inputs, output_paths, parse_target
+from .targets import Target, check_directory, check_inputs, output_paths, parse_target
 from .zarrio import save_zarr
 
 __all__ = ["imsave", "plan_write"]
@@ -117,6 +117,7 @@ def plan_write(
             "or (frames, y, x, c)"
         )
     where = parse_target(target)
+    check_directory(where)
     inputs = inputs_of(array)
     if where.zarr:
         check_inputs(where, [where.directory], inputs)

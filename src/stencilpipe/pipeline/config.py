@@ -30,6 +30,7 @@ from pydantic import (
     Discriminator,
     Field,
     PositiveInt,
+    StringConstraints,
     Tag,
     ValidationError,
     create_model,
@@ -60,10 +61,14 @@ class ClusterConfig(_Strict):
     gpu: bool = Field(False, description="start dask-cuda's LocalCUDACluster, one worker per GPU")
 
 
+#: ``module:name`` or ``file.py:name``.
+_REFERENCE = r"^[^:]+:[A-Za-z_][A-Za-z0-9_]*$"
+
+
 class StencilRef(_Strict):
     """A user's ``@stencil`` by import path (``module:name`` or ``file.py:name``)."""
 
-    path: str = Field(pattern=r"^[^:]+:[A-Za-z_][A-Za-z0-9_]*$")
+    path: str = Field(pattern=_REFERENCE)
     boundary: Mode | None = None
     cval: float | None = None
 
@@ -101,7 +106,7 @@ def _stage_models() -> dict[str, type[BaseModel]]:
     models["stencil"] = create_model(
         "stencil_stage",
         __config__=ConfigDict(extra="forbid", frozen=True),
-        stencil=(StencilRef | str, ...),
+        stencil=(StencilRef | Annotated[str, StringConstraints(pattern=_REFERENCE)], ...),
     )
     return models
 
@@ -154,6 +159,8 @@ class PipelineConfig(_Strict):
     chunks: Literal["auto"] | PositiveInt | list[PositiveInt | Literal[-1]] = "auto"
     cluster: ClusterConfig = ClusterConfig()
     resume: bool = True
+    #: Leave out unreadable or mismatched input files (listed) instead of stopping.
+    skip_bad: bool = False
     compression: str | None = None
     #: Directory that stencil files (``file.py:name``) are looked up in: the config file's.
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)

@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import dask.array as da
+import numpy as np
 from rich.console import Console
 from rich.table import Table
 
 from ..backends import choose_backend, to_backend
 from ..cluster import connect
-from ..io import PendingWrite, imread, plan_write
+from ..io import PendingWrite, TargetError, imread, plan_write
 from ..io.stackinfo import inputs_of
 from ..stencils import Chain
 from .config import PipelineConfig
@@ -78,13 +79,13 @@ def _apply_per_channel(pipeline: Chain, stack: Any) -> Any:
 CHUNKS_PER_THREAD = 4
 
 
-def _balanced(stack: Any, source: str, threads: int) -> Any:
+def _balanced(stack: Any, config: PipelineConfig, threads: int) -> Any:
     """``stack``, opened again with fewer frames per chunk if it has too few chunks for
     ``threads`` (only small stacks do, so the second header scan is cheap)."""
     if stack.numblocks[0] >= CHUNKS_PER_THREAD * threads:
         return stack
     per_chunk = max(1, -(-stack.shape[0] // (CHUNKS_PER_THREAD * threads)))
-    return imread(source, chunks={0: per_chunk})
+    return imread(config.input, chunks={0: per_chunk}, skip_bad=config.skip_bad)
 
 
 def plan(config: PipelineConfig) -> Plan:
@@ -93,15 +94,21 @@ def plan(config: PipelineConfig) -> Plan:
     # frame fails only its own chunk.
     chunks = {0: config.chunks} if isinstance(config.chunks, int) else config.chunks
     with _phase(f"read headers of {config.input}"):
-        stack = imread(config.input, chunks=None if chunks == "auto" else chunks)
+        stack = imread(
+            config.input, chunks=None if chunks == "auto" else chunks, skip_bad=config.skip_bad
+        )
         if chunks == "auto":
             threads = config.cluster.n_workers * config.cluster.threads_per_worker
-            stack = _balanced(stack, config.input, threads)
+            stack = _balanced(stack, config, threads)
     (info,) = inputs_of(stack)
     with _phase("build stages"):
         pipeline = build_chain(config)
     for stage in pipeline.stages:
         log.info("stage %s: halo %s, boundary %s", stage.name, stage.halo, stage.boundary)
+    with _phase("compile stages"):
+        # A kernel that does not compile fails here, in one line, not in every task; and the
+        # workers on this machine then load the compiled code from the disk cache.
+        pipeline(np.zeros((1,) + (4,) * pipeline.ndim, info.dtype))
     backend = choose_backend(config.backend, info.shape[1:3])
     # One move to the backend after reading, one back before writing, whatever the stages.
     on_backend = _apply_per_channel(pipeline, to_backend(stack, backend))
@@ -179,6 +186,8 @@ def run(
 
     console = console or Console()
     work = plan(config)
+    if report and os.path.realpath(report) in {os.path.realpath(f) for f in work.info.files}:
+        raise TargetError(f"refusing to write the report over the input file {report}")
     log.info("cluster: %s", config.cluster.address or "embedded LocalCluster")
     with connect(config.cluster) as client:
         log.info("dashboard: %s", client.dashboard_link)

@@ -53,6 +53,12 @@ def load_user_stencil(reference: str, base_dir: Path) -> Stencil:
             f"cannot import {module_name!r} ({exc}); give an importable module or a .py file "
             "beside the config"
         ) from None
+    except StencilpipeError:
+        raise  # e.g. a kernel refused at decoration: its own message says what and where
+    except Exception as exc:  # noqa: BLE001 - the user's module failed while it was imported
+        raise ConfigError(
+            f"importing {module_name!r} failed: {type(exc).__name__}: {exc}"
+        ) from None
     kernel = getattr(module, attribute, None)
     if kernel is None:
         raise ConfigError(f"{module_name!r} has no attribute {attribute!r}")
