@@ -7,6 +7,7 @@ import textwrap
 
 import cloudpickle
 import numpy as np
+import pytest
 from kernels import smooth
 
 import stencilpipe as sp
@@ -52,3 +53,22 @@ def test_stencils_pickle_without_compiled_code_and_compute_the_same():
     assert all(copy._compiled == {} for copy in copies)
     np.testing.assert_array_equal(copies[0](x), want)
     np.testing.assert_array_equal(copies[1](x), gaussian(x))
+
+
+def test_precompile_compiles_without_running_and_reports_kernel_errors():
+    @sp.stencil
+    def inverse(x):
+        return 255 // x[0, 0]  # would raise ZeroDivisionError if it ran on zeros
+
+    assert inverse.precompile(np.uint8) == np.dtype(np.uint8)
+    assert inverse.compiled((np.dtype(np.uint8),), np.dtype(np.uint8), "reflect").apply.signatures
+    assert sp.chain(sp.library.mean(3), sp.library.sobel(0, dtype=np.float32)).precompile(
+        np.uint16
+    ) == np.dtype(np.float32)
+
+    @sp.stencil
+    def broken(x):
+        return x[0, 0] + "a"
+
+    with pytest.raises(sp.KernelError, match="'broken'"):
+        broken.precompile(np.float32)

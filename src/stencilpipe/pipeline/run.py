@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import dask.array as da
-import numpy as np
 from rich.console import Console
 from rich.table import Table
 
@@ -108,7 +107,7 @@ def plan(config: PipelineConfig) -> Plan:
     with _phase("compile stages"):
         # A kernel that does not compile fails here, in one line, not in every task; and the
         # workers on this machine then load the compiled code from the disk cache.
-        pipeline(np.zeros((1,) + (4,) * pipeline.ndim, info.dtype))
+        pipeline.precompile(info.dtype)
     backend = choose_backend(config.backend, info.shape[1:3])
     # One move to the backend after reading, one back before writing, whatever the stages.
     on_backend = _apply_per_channel(pipeline, to_backend(stack, backend))

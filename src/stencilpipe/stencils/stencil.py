@@ -25,7 +25,7 @@ from .cuda_apply import apply_cuda, is_device_array
 from .dask_apply import apply_dask, is_dask_array
 from .dtypes import check_dtype
 from .foreign import is_foreign, like, to_native
-from .gufunc import apply_numpy
+from .gufunc import apply_numpy, fill_values
 from .modules import load_module
 from .rewrite import resolve_free_names
 from .threads import run_rows
@@ -221,6 +221,19 @@ class Stencil:
             self._compiled[key] = kernel
         return kernel
 
+    def precompile(self, dtype: Any) -> np.dtype:
+        """Compile the CPU kernel for one input ``dtype`` without running it; return the
+        output dtype. Raises the :class:`KernelError` a first call would raise."""
+        dtype = check_dtype(dtype, f"{self.name}: input")
+        out_dtype = self.dtype or dtype
+        in_dtypes = (dtype,) * len(self.info.array_params)
+        frame = np.empty((1,) * (self.ndim + 1), dtype)
+        args = [frame] * len(in_dtypes) + [np.empty_like(frame, out_dtype)]
+        args += [self.info.scalar_defaults.get(name, 0) for name in self.info.scalar_params]
+        args += fill_values(self.cval, list(in_dtypes), self.name) + [0, 1]
+        self.compiled(in_dtypes, out_dtype, self.boundary).compile(args)
+        return out_dtype
+
     def generated_source(self, dtype: Any, *, boundary: str | None = None) -> str:
         """The CPU source generated for input ``dtype`` (for reading and debugging)."""
         dtype = check_dtype(dtype, "the input")
@@ -256,6 +269,13 @@ class CompiledKernel:
             yield
         except NumbaError as exc:
             raise self._translate(exc) from None
+
+    def compile(self, args: list[Any]) -> None:
+        """Compile for the types of ``args`` (as :meth:`__call__` takes them, with start, stop)."""
+        import numba
+
+        with self.errors_translated():
+            self.apply.compile(tuple(numba.typeof(a) for a in args))
 
     def __call__(self, *args: Any, rows: int) -> None:
         """Run the CPU loop nest over ``rows`` rows; the first call compiles, in this thread."""
