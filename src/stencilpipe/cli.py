@@ -101,7 +101,7 @@ def main() -> None:
     import logging
 
     # tifffile logs a warning for a corrupt file before raising; our one-line error says it.
-    logging.getLogger("tifffile").setLevel(logging.ERROR)
+    logging.getLogger("tifffile").setLevel(logging.CRITICAL)
 
 
 @main.command()

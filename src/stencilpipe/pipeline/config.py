@@ -19,6 +19,7 @@ Errors name the key path and, when the YAML file is known, its line:
 from __future__ import annotations
 
 import inspect
+import re
 import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
@@ -26,11 +27,11 @@ from typing import Annotated, Any, Literal, Union
 import yaml
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
     PositiveInt,
-    StringConstraints,
     Tag,
     ValidationError,
     create_model,
@@ -63,6 +64,14 @@ class ClusterConfig(_Strict):
 
 #: ``module:name`` or ``file.py:name``.
 _REFERENCE = r"^[^:]+:[A-Za-z_][A-Za-z0-9_]*$"
+
+
+def _check_reference(value: Any) -> Any:
+    if isinstance(value, str) and not re.match(_REFERENCE, value):
+        raise ValueError(
+            f"{value!r} is not a stencil reference; expected module:name or file.py:name"
+        )
+    return value
 
 
 class StencilRef(_Strict):
@@ -106,7 +115,7 @@ def _stage_models() -> dict[str, type[BaseModel]]:
     models["stencil"] = create_model(
         "stencil_stage",
         __config__=ConfigDict(extra="forbid", frozen=True),
-        stencil=(StencilRef | Annotated[str, StringConstraints(pattern=_REFERENCE)], ...),
+        stencil=(Annotated[StencilRef | str, BeforeValidator(_check_reference)], ...),
     )
     return models
 

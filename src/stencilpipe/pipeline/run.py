@@ -16,6 +16,7 @@ from rich.table import Table
 
 from ..backends import choose_backend, to_backend
 from ..cluster import connect
+from ..errors import ConfigError, KernelError
 from ..io import PendingWrite, TargetError, imread, plan_write
 from ..io.stackinfo import inputs_of
 from ..stencils import Chain
@@ -107,7 +108,12 @@ def plan(config: PipelineConfig) -> Plan:
     with _phase("compile stages"):
         # A kernel that does not compile fails here, in one line, not in every task; and the
         # workers on this machine then load the compiled code from the disk cache.
-        pipeline.precompile(info.dtype)
+        dtype = info.dtype
+        for index, ((name, _), stage) in enumerate(zip(config.stage_specs(), pipeline.stages)):
+            try:
+                dtype = stage.precompile(dtype)
+            except KernelError as exc:
+                raise ConfigError(f"stages.{index}.{name}: {exc}") from None
     backend = choose_backend(config.backend, info.shape[1:3])
     # One move to the backend after reading, one back before writing, whatever the stages.
     on_backend = _apply_per_channel(pipeline, to_backend(stack, backend))

@@ -55,6 +55,8 @@ def load_user_stencil(reference: str, base_dir: Path) -> Stencil:
         ) from None
     except StencilpipeError:
         raise  # e.g. a kernel refused at decoration: its own message says what and where
+    except SyntaxError as exc:
+        raise ConfigError(f"{exc.filename}:{exc.lineno}: SyntaxError: {exc.msg}") from None
     except Exception as exc:  # noqa: BLE001 - the user's module failed while it was imported
         raise ConfigError(
             f"importing {module_name!r} failed: {type(exc).__name__}: {exc}"

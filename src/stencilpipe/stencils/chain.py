@@ -71,12 +71,6 @@ class Chain:
 
         return ("Chain", *(tokenize(stage) for stage in self.stages))
 
-    def precompile(self, dtype: Any) -> np.dtype:
-        """Compile every stage for the dtype it will receive, running nothing; the output dtype."""
-        for stage in self.stages:
-            dtype = stage.precompile(dtype)
-        return np.dtype(dtype)
-
     def _run_stages(self, block: Any) -> Any:
         for stage in self.stages:
             block = stage(block)
