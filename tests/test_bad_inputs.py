@@ -217,10 +217,6 @@ def apply(*args: str) -> tuple[str, ...]:
 
 ONE_BAD = r"1 of 4 files in in/ cannot be read: "  # a message naming one bad file of four
 HINT = r"; pass .+ to leave them out"  # how to go on without them: test_skip_bad_hint_...
-TIFF_WARNING = (
-    "tifffile logs a warning to stderr before the error line (two lines); "
-    "io/formats.py Tiff.scan should capture tifffile's log records"
-)
 
 CASES = [
     # ---- images ------------------------------------------------------------------------------
@@ -451,6 +447,13 @@ CASES = [
         nothing,
         apply("in/", "out/", "--report", "in/a.png"),
         r"(?=.*in/a\.png)(?=.*input).*",
+    ),
+    Case(
+        "report-inside-input",
+        "--report into the input directory",
+        nothing,
+        apply("in/", "out/", "--report", "in/report.html"),
+        r"(?=.*in/report\.html)(?=.*input).*",
     ),
     # ---- the config file ---------------------------------------------------------------------
     Case(

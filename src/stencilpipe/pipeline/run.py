@@ -191,8 +191,15 @@ def run(
 
     console = console or Console()
     work = plan(config)
-    if report and os.path.realpath(report) in {os.path.realpath(f) for f in work.info.files}:
-        raise TargetError(f"refusing to write the report over the input file {report}")
+    if report:
+        inputs = {os.path.realpath(f) for f in work.info.files}
+        folders = {os.path.dirname(f) for f in inputs} if work.info.kind == "files" else set()
+        where = os.path.realpath(report)
+        if where in inputs or os.path.dirname(where) in folders:
+            raise TargetError(
+                f"refusing to write the report {report} over or among the input files; "
+                "choose a path outside the input directory"
+            )
     log.info("cluster: %s", config.cluster.address or "embedded LocalCluster")
     with connect(config.cluster) as client:
         log.info("dashboard: %s", client.dashboard_link)
