@@ -93,7 +93,12 @@ class Chain:
                 array = stage(array)
             return array
         return map_stencil_blocks(
-            self._run_stages_on_block, [array], self.halo, wrap=wraps.pop(), dtype=dtype
+            self._run_stages_on_block,
+            [array],
+            self.halo,
+            wrap=wraps.pop(),
+            dtype=dtype,
+            name="_".join(stage.name for stage in self.stages),
         )
 
 

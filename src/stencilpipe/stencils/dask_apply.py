@@ -11,6 +11,7 @@ of the array: its halo comes from Dask's ``periodic`` overlap instead.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -80,11 +81,14 @@ def map_stencil_blocks(
     *,
     wrap: bool,
     dtype: np.dtype,
+    name: str = "stencil",
 ) -> da.Array:
     """Apply ``block_function`` (blocks -> block) with the halos it needs, whatever the chunking.
 
     Shared by single stencils and chains (whose halo is the sum of their stages').
     """
+    # Task names show on the dashboard; Dask keeps what comes before a "-" there.
+    token = re.sub(r"\W+", "_", name).strip("_") or "stencil"
     core = len(halos)
     shape = np.broadcast_shapes(*(a.shape for a in arrays))
     arrays = [da.broadcast_to(a, shape) if a.shape != shape else a for a in arrays]
@@ -92,7 +96,7 @@ def map_stencil_blocks(
     meta = meta_from_array(arrays[0]._meta, ndim=len(shape), dtype=dtype)
     cut = any(len(c) > 1 for c in arrays[0].chunks[len(shape) - core :])
     if not cut or not any(before or after for before, after in halos):
-        return da.map_blocks(block_function, *arrays, dtype=dtype, meta=meta)
+        return da.map_blocks(block_function, *arrays, dtype=dtype, meta=meta, token=token)
     arrays = [_core_chunks(a, halos) for a in arrays]
     depth, boundary = overlap_depth(halos, arrays[0].chunks, wrap)
     return da.map_overlap(
@@ -104,6 +108,7 @@ def map_stencil_blocks(
         dtype=dtype,
         meta=meta,
         align_arrays=False,
+        token=token,
     )
 
 
@@ -142,4 +147,6 @@ def apply_dask(
     fill_values(cval, in_dtypes, stencil.name)  # refuse a bad cval now, not inside a worker
     dtype = result_dtype(in_dtypes, stencil.dtype)
     block = _BlockStencil(stencil, scalars, mode, cval, dtype)
-    return map_stencil_blocks(block, arrays, stencil.halo, wrap=mode == "wrap", dtype=dtype)
+    return map_stencil_blocks(
+        block, arrays, stencil.halo, wrap=mode == "wrap", dtype=dtype, name=stencil.name
+    )
