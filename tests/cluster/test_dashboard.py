@@ -75,8 +75,7 @@ return [...found];
 """
 
 RENDERED = (
-    "return !!(window.Bokeh && Bokeh.documents.length > 0 && "
-    "Bokeh.documents[0].roots().length > 0)"
+    "return !!(window.Bokeh && Bokeh.documents.length > 0 && Bokeh.documents[0].roots().length > 0)"
 )
 
 

@@ -8,7 +8,6 @@ the tests stop whatever they start. Oracles are scipy's (exact integer arithmeti
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -113,72 +112,6 @@ def stop(process: subprocess.Popen) -> None:
 
 
 # -- a cluster started by hand ------------------------------------------------------------------
-
-
-def _dask(*args: str) -> list[str]:
-    return [str(Path(sys.executable).parent / "dask"), *args]
-
-
-@pytest.fixture
-def external_cluster(tmp_path):
-    """A ``dask scheduler`` and two ``dask worker`` processes (each under a Nanny, which
-    restarts a worker that dies), all on 127.0.0.1. Yields the scheduler's address."""
-    from distributed import Client
-
-    scheduler_file = tmp_path / "scheduler.json"
-    env = {**os.environ, "DASK_DISTRIBUTED__WORKER__DAEMON": "False"}
-    logs = open(tmp_path / "cluster.log", "w")  # noqa: SIM115 - closed below
-    processes = [
-        subprocess.Popen(
-            _dask(
-                "scheduler",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                "0",
-                "--dashboard-address",
-                "127.0.0.1:0",
-                "--scheduler-file",
-                str(scheduler_file),
-            ),
-            stdout=logs,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-    ]
-    try:
-        wait_for(scheduler_file.exists, 60, 0.1, "the scheduler file")
-        address = json.loads(scheduler_file.read_text())["address"]
-        for _ in range(2):
-            processes.append(
-                subprocess.Popen(
-                    _dask(
-                        "worker",
-                        address,
-                        "--nthreads",
-                        "1",
-                        "--host",
-                        "127.0.0.1",
-                        "--no-dashboard",
-                    ),
-                    stdout=logs,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                )
-            )
-        with Client(address, timeout=30) as client:
-            client.wait_for_workers(2, timeout=60)
-        yield address
-    finally:
-        for process in reversed(processes):
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=30)
-        logs.close()
 
 
 def _writing(pid: int, folder: Path) -> Path | None:
