@@ -10,6 +10,7 @@ starts on 127.0.0.1 with the configured workers (with ``gpu: true``, dask-cuda's
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,15 @@ def scheduler_address(config: ClusterConfig) -> str | None:
     return config.address or dask.config.get("scheduler-address", None)
 
 
+#: The module the embedded cluster's workers preload (see :mod:`.worker_setup`).
+WORKER_SETUP = "stencilpipe.cluster.worker_setup"
+
+
+def _log_level(config: ClusterConfig) -> int:
+    """The level below which the embedded cluster's processes drop their log lines."""
+    return logging.getLevelName(config.log_level.upper())
+
+
 def _local_cuda_cluster(config: ClusterConfig) -> Any:
     """dask-cuda's LocalCUDACluster: one worker per visible GPU (``n_workers`` is not used)."""
     try:
@@ -43,6 +53,8 @@ def _local_cuda_cluster(config: ClusterConfig) -> Any:
         threads_per_worker=config.threads_per_worker,
         host="127.0.0.1",
         dashboard_address=config.dashboard_address,
+        silence_logs=_log_level(config),
+        preload=[WORKER_SETUP],
     )
 
 
@@ -79,6 +91,9 @@ def connect(config: ClusterConfig) -> Iterator[Client]:
             processes=config.processes,
             host="127.0.0.1",
             dashboard_address=config.dashboard_address,
+            silence_logs=_log_level(config),
+            # In-process workers share the client's SIGINT, which must stay.
+            preload=[WORKER_SETUP] if config.processes else [],
         )
     with cluster, Client(cluster) as client:
         yield client

@@ -60,6 +60,11 @@ class ClusterConfig(_Strict):
     dashboard_address: str = Field("127.0.0.1:0", description="host:port of the embedded dashboard")
     timeout: float = Field(10.0, gt=0, description="seconds to wait for a remote scheduler")
     gpu: bool = Field(False, description="start dask-cuda's LocalCUDACluster, one worker per GPU")
+    log_level: Literal["debug", "info", "warning", "error", "critical"] = Field(
+        "critical",
+        description="the embedded cluster's own log lines on stderr; failures are listed in "
+        "the run's summary whatever this says",
+    )
 
 
 #: ``module:name`` or ``file.py:name``.
