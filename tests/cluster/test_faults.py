@@ -99,12 +99,6 @@ def wait_for(predicate, timeout: float, interval: float = 0.005, what: str = "")
         time.sleep(interval)
 
 
-def _exceptions(text: str) -> list[str]:
-    """The last line of each traceback in ``text`` (``KeyError: 'x'``...)."""
-    found = re.findall(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)\b.*)$", text, re.M)
-    return sorted({line[:120] for line in found})
-
-
 def stop(process: subprocess.Popen) -> None:
     if process.poll() is None:
         process.kill()
@@ -246,16 +240,9 @@ def test_sigint_exits_130_with_one_line_and_a_rerun_resumes_to_identical_bytes(t
     for name, data in expected.items():
         assert (out / name).read_bytes() == data, name
 
-    # Last, so that everything above is checked whatever happens here: the message should
-    # be all there is on stderr.
-    (tmp_path / "interrupted.stderr.txt").write_text(stderr)
-    lines = stderr.strip().splitlines()
-    if lines != [INTERRUPTED]:
-        pytest.xfail(
-            f"stderr has {len(lines)} lines, not one: the embedded cluster's processes log "
-            f"while it shuts down; exceptions: {_exceptions(stderr)}; first line: "
-            f"{lines[0][:160]!r}"
-        )
+    # The message is all there is on stderr: the workers ignore SIGINT (the client stops
+    # them) and the embedded cluster's own log lines are silenced.
+    assert stderr.strip().splitlines() == [INTERRUPTED], shown
 
 
 # -- a frame that fails -------------------------------------------------------------------------
@@ -303,9 +290,4 @@ def test_a_frame_whose_kernel_raises_fails_only_its_own_output(tmp_path, chunks)
             want = (255 // frame.astype(np.int64)).astype(np.uint8)
             np.testing.assert_array_equal(tifffile.imread(out / path.name), want)
 
-    if result.stderr.strip():  # last: the failure is listed on stdout, in one line
-        first = result.stderr.strip().splitlines()[0]
-        pytest.xfail(
-            f"a worker's log of the failure (with its traceback) lands on stderr "
-            f"({len(result.stderr.splitlines())} lines; first: {first[:120]!r})"
-        )
+    assert result.stderr.strip() == "", shown  # the failure is listed once, on stdout
