@@ -177,13 +177,9 @@ def test_a_worker_killed_while_writing_is_replaced_and_the_run_completes(
         )
     assert re.search(r"workers lost\s+│ 1 \(their tasks were recomputed\)", stdout), shown
 
-    left = temps(out)
-    if left:
-        assert orphaned and left == [temp.name], (left, temp)
-        pytest.xfail(
-            f"the killed worker's temporary file {temp.name} is still there after the run "
-            "(io/write.py removes only other runs' temporary files, when a run starts)"
-        )
+    # The killed worker's temporary file (``orphaned``: it was there at the kill) is
+    # removed when the run ends, not left for the next run to clean up.
+    assert temps(out) == [], (temps(out), temp, orphaned)
 
 
 # -- the client interrupted ---------------------------------------------------------------------
@@ -250,17 +246,7 @@ def test_sigint_exits_130_with_one_line_and_a_rerun_resumes_to_identical_bytes(t
 
 @pytest.mark.parametrize(
     "chunks",
-    [
-        1,
-        pytest.param(
-            "auto",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="with chunks: auto, frames share chunks and a failing frame fails "
-                "every frame of its chunk (README: 'a chunk of frames that fails')",
-            ),
-        ),
-    ],
+    [1, "auto"],
 )
 def test_a_frame_whose_kernel_raises_fails_only_its_own_output(tmp_path, chunks):
     """``255 // x[0, 0]`` raises ZeroDivisionError in the one frame that holds a 0."""

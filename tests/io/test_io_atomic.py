@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import zarr
 
-from stencilpipe.io.atomic import new_run, remove_stale_temps, write_atomic
+from stencilpipe.io.atomic import new_run, remove_own_temps, remove_stale_temps, write_atomic
 from stencilpipe.io.zarrio import _create, _Layout
 
 
@@ -38,6 +38,17 @@ def test_stale_temps_of_other_runs_go_and_this_runs_stay(tmp_path):
         path.write_bytes(b"x")
     assert remove_stale_temps(tmp_path, this) == 1
     assert not stale.exists() and mine.exists() and all(p.exists() for p in lookalikes)
+
+
+def test_a_run_removes_its_own_leftover_temps_and_no_others(tmp_path):
+    this, other = new_run(), new_run()
+    mine = [tmp_path / f".{n}.tif.{this}-{new_run()}.tmp" for n in "ab"]
+    theirs = tmp_path / f".c.tif.{other}-{new_run()}.tmp"
+    for path in [*mine, theirs]:
+        path.write_bytes(b"x")
+    assert remove_own_temps(tmp_path, this) == 2
+    assert not any(p.exists() for p in mine) and theirs.exists()
+    assert remove_own_temps(tmp_path / "never-made", this) == 0
 
 
 def test_zarr_store_creation_runs_once_per_run(tmp_path):

@@ -19,7 +19,7 @@ from hypothesis.extra.numpy import arrays
 from io_samples import files_in, frame
 from PIL import Image
 
-from stencilpipe.io import TargetError, WriteReport, imread, imsave
+from stencilpipe.io import TargetError, WriteReport, imread, imsave, plan_write
 from stencilpipe.io.formats import Tiff
 
 NAMES = ["img_1", "img_2", "img_3", "img_10", "img_11"]
@@ -225,6 +225,24 @@ def test_overwrite_rewrites_everything(pngs, tmp_path):
         counting(imread(folder, chunks=(1, 32, 40)), calls), tmp_path / "out", overwrite=True
     )
     assert sorted(calls) == [0, 1, 2, 3, 4] and report.frames_written == 5
+
+
+def test_only_limits_the_write_to_the_named_outputs_even_with_overwrite(pngs, tmp_path):
+    """``plan_write(only=...)``, as a run's frame-by-frame retry uses it."""
+    folder, frames = pngs
+    out = tmp_path / "out"
+    imsave(np.zeros((5, 32, 40), np.uint8), out, names=NAMES)
+    calls: list[int] = []
+    wanted = {str(out / "img_3.tif"), str(out / "img_11.tif")}
+    write = plan_write(
+        counting(imread(folder, chunks=(1, 32, 40)), calls), out, overwrite=True, only=wanted
+    )
+    report = write.report().compute()
+    assert sorted(calls) == [2, 4] and set(report.files) == wanted
+    assert (report.frames_written, report.frames_skipped) == (2, 3)
+    for index, name in enumerate(NAMES):
+        expected = frames[index] if str(out / f"{name}.tif") in wanted else 0
+        np.testing.assert_array_equal(tifffile.imread(out / f"{name}.tif"), expected)
 
 
 def test_a_task_that_runs_twice_writes_the_same_bytes(pngs, tmp_path):

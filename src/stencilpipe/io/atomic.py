@@ -3,7 +3,8 @@
 A reader (or a resumed run) never sees a partial file under its final name: the bytes go
 to ``.<name>.<run>-<unique>.tmp`` beside it, and only a complete, fsync'd file is renamed
 into place. A task that fails removes its temporary file; a process killed mid-write leaves
-one behind, which :func:`remove_stale_temps` deletes when the next run starts.
+one behind, which :func:`remove_own_temps` deletes when its run ends (and
+:func:`remove_stale_temps` when the next run starts, if its run never ended).
 
 The ``run`` part of the name tells runs apart, so that cleaning up stale files (which a
 cluster may repeat when a worker dies) never deletes the files its own run is writing.
@@ -18,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["new_run", "remove_stale_temps", "write_atomic"]
+__all__ = ["new_run", "remove_own_temps", "remove_stale_temps", "write_atomic"]
 
 _TEMP_NAME = re.compile(r"^\..+\.(?P<run>[0-9a-f]{12})-[0-9a-f]{12}\.tmp$")
 
@@ -63,10 +64,25 @@ def remove_stale_temps(directory: str | os.PathLike[str], run: str) -> int:
     Returns how many were deleted. Another run still writing into ``directory`` loses its
     temporary files (and fails): give concurrent writes distinct targets.
     """
+    return _remove_temps(directory, lambda owner: owner != run)
+
+
+def remove_own_temps(directory: str | os.PathLike[str], run: str) -> int:
+    """Delete the temporary files of ``run`` itself, once none of its writes is running.
+
+    They are left by processes killed mid-write (a lost worker); returns how many.
+    """
+    return _remove_temps(directory, lambda owner: owner == run)
+
+
+def _remove_temps(directory: str | os.PathLike[str], remove: Callable[[str], bool]) -> int:
     removed = 0
-    for entry in os.scandir(directory):
-        match = _TEMP_NAME.match(entry.name)
-        if match and match["run"] != run and entry.is_file(follow_symlinks=False):
-            Path(entry.path).unlink(missing_ok=True)
-            removed += 1
+    if not os.path.isdir(directory):  # nothing was ever written there
+        return removed
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            match = _TEMP_NAME.match(entry.name)
+            if match and remove(match["run"]) and entry.is_file(follow_symlinks=False):
+                Path(entry.path).unlink(missing_ok=True)
+                removed += 1
     return removed

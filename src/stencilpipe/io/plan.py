@@ -19,6 +19,8 @@ import numpy as np
 from dask.delayed import Delayed
 from dask.utils import format_bytes
 
+from .atomic import remove_own_temps
+
 __all__ = [
     "PendingWrite",
     "WriteReport",
@@ -93,6 +95,12 @@ def lazy_report(
     return dask.delayed(_report, pure=True)(status, target, tuple(files), written, skipped)
 
 
+def _cleaned_up(report: WriteReport, directory: str, run: str) -> WriteReport:
+    """``report``, once the temporary files of lost workers are gone (every block is done)."""
+    remove_own_temps(directory, run)
+    return report
+
+
 @dataclass(frozen=True)
 class PendingWrite:
     """A planned file write: one status task per block of frames, and what each block writes.
@@ -114,6 +122,10 @@ class PendingWrite:
         Frames kept because their output existed.
     block_files : tuple of tuple of str
         The files each status block writes, in block order.
+    directory : str
+        The directory the files go to.
+    run : str
+        The id that this write's temporary files carry (see :mod:`stencilpipe.io.atomic`).
     """
 
     target: str
@@ -121,10 +133,22 @@ class PendingWrite:
     files: tuple[str, ...]
     skipped: int
     block_files: tuple[tuple[str, ...], ...]
+    directory: str = ""
+    run: str = ""
 
     def report(self) -> Delayed:
-        """A delayed :class:`WriteReport` of the whole write."""
-        return lazy_report(self.status, self.target, self.files, len(self.files), self.skipped)
+        """A delayed :class:`WriteReport` of the whole write (and its :meth:`finish`)."""
+        report = lazy_report(self.status, self.target, self.files, len(self.files), self.skipped)
+        if self.status is None:
+            return report
+        return dask.delayed(_cleaned_up, pure=False)(report, self.directory, self.run)
+
+    def finish(self) -> Delayed:
+        """Delayed: remove the temporary files that workers lost mid-write left behind.
+
+        Compute it once every block has finished (or failed); it returns how many it removed.
+        """
+        return dask.delayed(remove_own_temps, pure=False)(self.directory, self.run)
 
     def blocks(self) -> list[Delayed]:
         """One delayed status (bytes per frame) per block, in :attr:`block_files` order."""

@@ -9,7 +9,7 @@ only the blocks of frames that still miss one.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import dask
@@ -98,8 +98,12 @@ def plan_write(
     overwrite: bool = False,
     compression: str | None = None,
     names: Sequence[str] | None = None,
+    only: Collection[str] | None = None,
 ) -> PendingWrite | Delayed:
     """Plan what :func:`imsave` writes, without writing: checks the target, skips what exists.
+
+    ``only`` (files only) limits the write to these output paths, as :class:`PendingWrite`
+    names them; the other frames are left as they are and count as kept.
 
     Returns
     -------
@@ -124,7 +128,7 @@ def plan_write(
         return save_zarr(
             array, where.directory, ome=where.ome, overwrite=overwrite, compression=compression
         )
-    return plan_files(array, where, names, overwrite, compression, inputs)
+    return plan_files(array, where, names, overwrite, compression, inputs, only)
 
 
 def plan_files(
@@ -134,6 +138,7 @@ def plan_files(
     overwrite: bool,
     compression: str | None,
     inputs: list[StackInfo],
+    only: Collection[str] | None = None,
 ) -> PendingWrite:
     """Plan writing ``array`` one file per frame into ``target`` (see :func:`imsave`)."""
     writer = writer_for(target.extension)
@@ -152,7 +157,10 @@ def plan_files(
         if overwrite or not os.path.isdir(target.directory)
         else set(os.listdir(target.directory))
     )
-    done = np.array([os.path.basename(p) in present for p in paths], dtype=bool)
+    done = np.array(
+        [os.path.basename(p) in present or (only is not None and p not in only) for p in paths],
+        dtype=bool,
+    )
     array = array.rechunk({axis: -1 for axis in range(1, array.ndim)})  # whole frames
     blocks = frame_blocks(array.chunks[0])
     todo = [
@@ -186,7 +194,15 @@ def plan_files(
         tuple(p for p in plan[start:stop] if p)
         for start, stop in zip(np.cumsum((0, *sub.chunks[0][:-1])), np.cumsum(sub.chunks[0]))
     )
-    return PendingWrite(target.given, status, tuple(written), frames - len(written), block_files)
+    return PendingWrite(
+        target.given,
+        status,
+        tuple(written),
+        frames - len(written),
+        block_files,
+        directory=target.directory,
+        run=run,
+    )
 
 
 def _prepare(directory: str, run: str) -> None:

@@ -6,7 +6,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +17,7 @@ from rich.table import Table
 from ..backends import choose_backend, to_backend
 from ..cluster import connect
 from ..errors import ConfigError, KernelError
-from ..io import PendingWrite, TargetError, imread, plan_write
+from ..io import PendingWrite, TargetError, WriteReport, imread, plan_write
 from ..io.stackinfo import inputs_of
 from ..stencils import Chain
 from .config import PipelineConfig
@@ -88,8 +88,11 @@ def _balanced(stack: Any, config: PipelineConfig, threads: int) -> Any:
     return imread(config.input, chunks={0: per_chunk}, skip_bad=config.skip_bad)
 
 
-def plan(config: PipelineConfig) -> Plan:
-    """Build the whole run as one lazy graph; reads headers only, computes nothing."""
+def plan(config: PipelineConfig, *, only: Collection[str] | None = None) -> Plan:
+    """Build the whole run as one lazy graph; reads headers only, computes nothing.
+
+    ``only`` limits the write to these output files (the others count as kept).
+    """
     # An int is frames per chunk (whole frames): chunked so when read, so that a bad
     # frame fails only its own chunk.
     chunks = {0: config.chunks} if isinstance(config.chunks, int) else config.chunks
@@ -119,7 +122,11 @@ def plan(config: PipelineConfig) -> Plan:
     on_backend = _apply_per_channel(pipeline, to_backend(stack, backend))
     result = to_backend(on_backend, "numpy") if backend != "numpy" else on_backend
     write = plan_write(
-        result, config.output, overwrite=not config.resume, compression=config.compression
+        result,
+        config.output,
+        overwrite=not config.resume,
+        compression=config.compression,
+        only=only,
     )
     return Plan(config, backend, stack, info, result, write)
 
@@ -208,10 +215,12 @@ def run(
         start = time.perf_counter()
         recording = performance_report(filename=report) if report else contextlib.nullcontext()
         with recording, _phase(f"compute and write {work.info.frames} frames"):
-            written, failures = _execute(client, work.write, progress)
+            outcome = _execute(client, work.write, progress)
+            outcome = _retry_frame_by_frame(client, config, outcome, progress, console)
         seconds = time.perf_counter() - start
         # A worker that died was replaced (by its Nanny) under a new address.
         lost = len(workers_before - set(client.scheduler_info()["workers"]))
+    written = outcome.report
     frames_written = written.frames_written if written else 0
     summary = RunSummary(
         frames=work.info.frames,
@@ -222,7 +231,7 @@ def run(
         written=frames_written,
         skipped=written.frames_skipped if written else work.info.frames - frames_written,
         dashboard=client.dashboard_link,
-        failures=failures,
+        failures=outcome.failures,
         workers_lost=lost,
     )
     log.info(
@@ -243,28 +252,70 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
 
 
-def _execute(client: Any, write: PendingWrite | Any, progress: Any) -> tuple[Any, list[str]]:
+@dataclass
+class _Outcome:
+    """What computing a write gave: its report, and each failed block's files and error."""
+
+    report: Any
+    failed: list[tuple[tuple[str, ...], str]]
+
+    @property
+    def failures(self) -> list[str]:
+        return [
+            f"{', '.join(os.path.basename(f) for f in files)}: {error}"
+            for files, error in self.failed
+        ]
+
+
+def _execute(client: Any, write: PendingWrite | Any, progress: Any) -> _Outcome:
     """Compute the write; a failing block of frames fails only its own files.
 
-    Returns the :class:`~stencilpipe.io.WriteReport` of what was written (None
-    when a Zarr write failed as a whole) and one line per failure.
+    The report is the :class:`~stencilpipe.io.WriteReport` of what was written (None when
+    a Zarr write failed as a whole).
     """
     if not isinstance(write, PendingWrite):  # a Zarr store: written as a whole
         future = client.compute(write)
         progress(future, notebook=False)
         try:
-            return future.result(), []
+            return _Outcome(future.result(), [])
         except Exception as exc:  # noqa: BLE001 - reported as the run's failure, exit code 1
-            return None, [_one_line(exc)]
+            return _Outcome(None, [((), _one_line(exc))])
     futures = client.compute(write.blocks())
     if futures:
         progress(futures, notebook=False)
-    results, failures = [], []
+    results, failed = [], []
     for future, files in zip(futures, write.block_files):
         try:
             results.append(future.result())
         except Exception as exc:  # noqa: BLE001 - this block's frames failed, the rest go on
             results.append(None)
-            names = ", ".join(os.path.basename(f) for f in files)
-            failures.append(f"{names}: {_one_line(exc)}")
-    return write.partial_report(results), failures
+            failed.append((files, _one_line(exc)))
+    client.compute(write.finish()).result()  # every block is done: lost workers' temp files go
+    return _Outcome(write.partial_report(results), failed)
+
+
+def _retry_frame_by_frame(
+    client: Any, config: PipelineConfig, outcome: _Outcome, progress: Any, console: Console
+) -> _Outcome:
+    """Compute the frames of failed multi-frame blocks again, one frame per chunk.
+
+    A block fails as a whole when any of its frames does; this finds out which frames
+    it was, and writes the others.
+    """
+    shared = {f for files, _ in outcome.failed if len(files) > 1 for f in files}
+    if not shared:
+        return outcome
+    console.print(f"retrying the {len(shared)} frames of failed chunks one frame at a time")
+    log.info("retry: %d frames of failed chunks, one frame per chunk", len(shared))
+    retry = plan(config.model_copy(update={"chunks": 1}), only=shared)
+    again = _execute(client, retry.write, progress)
+    first = outcome.report
+    report = WriteReport(
+        first.target,
+        first.frames_written + again.report.frames_written,
+        first.frames_skipped,
+        first.bytes_written + again.report.bytes_written,
+        first.files + again.report.files,
+    )
+    kept = [(files, error) for files, error in outcome.failed if len(files) <= 1]
+    return _Outcome(report, kept + again.failed)
