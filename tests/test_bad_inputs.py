@@ -954,6 +954,13 @@ def test_the_zygote_answers_like_python_m(tmp_path, case_id, run_cli):
     check(case, result)
 
 
+def test_the_readme_table_lists_every_case():
+    """README.md shows the table (``python tests/test_bad_inputs.py`` prints it afresh)."""
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    missing = [case.what for case in CASES if f"| {case.what} |" not in readme]
+    assert not missing, f"cases missing from README's bad-input table: {missing}"
+
+
 def markdown_table() -> str:
     """Run every case; return the table (bad input -> command -> message -> exit code)."""
     import tempfile
