@@ -89,7 +89,12 @@ def mean(size: int | Sequence[int] = 3, *, ndim: int = 2, **options: Any) -> Ste
         + _loops(window, f"total += x[{_index(ndim)}]")
         + f"\n    return total / {count}\n"
     )
-    return _from_source("mean", source, {}, **options)
+    # Sums along one axis at a time, divided once at the end: exact for integer inputs.
+    sums = [
+        {_along(d, o, ndim): 1.0 for o in range(first, last + 1)}
+        for d, (first, last) in enumerate(window)
+    ]
+    return _separable("mean", source, sums, options, divisor=count)
 
 
 def _gaussian_weights(sigma: float, truncate: float) -> np.ndarray:
@@ -125,7 +130,43 @@ def gaussian(
         offset: float(math.prod(w[o + r] for w, o, r in zip(weights, offset, radii)))
         for offset in itertools.product(*(range(-r, r + 1) for r in radii))
     }
-    return _from_source("gaussian", _weighted_sum("gaussian", terms), {}, **options)
+    passes = [
+        {_along(d, o, ndim): float(w[o + r]) for o in range(-r, r + 1)}
+        for d, (w, r) in enumerate(zip(weights, radii))
+    ]
+    return _separable("gaussian", _weighted_sum("gaussian", terms), passes, options)
+
+
+def _along(axis: int, offset: int, ndim: int) -> tuple[int, ...]:
+    """The offset ``offset`` along ``axis``, 0 along the others."""
+    return tuple(offset if d == axis else 0 for d in range(ndim))
+
+
+def _separable(
+    name: str,
+    source: str,
+    passes: list[dict[tuple[int, ...], float]],
+    options: dict,
+    divisor: int | None = None,
+) -> Stencil:
+    """The stencil of ``source``, with its 1-D passes (weighted sums, one per axis, axis 0
+    first; the last one divided by ``divisor``) attached for the CPU to run over row
+    strips (:mod:`stencilpipe.stencils.fused`).
+
+    The passes' intermediates are float64; only the last pass stores the output dtype.
+    """
+    whole = _from_source(name, source, {}, **options)
+    if len(passes) < 2:
+        return whole
+    steps = []
+    for d, terms in enumerate(passes):
+        step = f"{name}_axis{d}"
+        body = _weighted_sum(step, terms)
+        if divisor is not None and d == len(passes) - 1:
+            body = body.replace("    return total\n", f"    return total / {divisor}\n")
+        steps.append(_from_source(step, body, {}, dtype=np.float64))
+    whole.passes = tuple(steps)
+    return whole
 
 
 def _weighted_sum(name: str, terms: dict[tuple[int, ...], float]) -> str:

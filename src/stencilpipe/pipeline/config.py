@@ -34,14 +34,25 @@ from pydantic import (
     PositiveInt,
     Tag,
     ValidationError,
+    ValidationInfo,
     create_model,
+    field_validator,
+    model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from .. import library
 from ..errors import ConfigError
 from ..stencils.boundary import MODES
 
-__all__ = ["ClusterConfig", "PipelineConfig", "load_config", "parse_config", "apply_overrides"]
+__all__ = [
+    "ClusterConfig",
+    "SecurityConfig",
+    "PipelineConfig",
+    "load_config",
+    "parse_config",
+    "apply_overrides",
+]
 
 Mode = Literal[MODES]  # type: ignore[valid-type]
 
@@ -50,14 +61,54 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+#: The batch systems of dask-jobqueue (``cluster.jobqueue``).
+JOBQUEUE_SYSTEMS = ("slurm", "pbs", "sge", "lsf", "htcondor", "moab", "oar")
+
+_CertPath = Annotated[str, Field(min_length=1)]
+
+
+class SecurityConfig(_Strict):
+    """TLS certificates (PEM files), under the names of ``distributed.Security``'s arguments.
+
+    The client's certificate is also the embedded (or dask-jobqueue) scheduler's and
+    workers' unless ``tls_scheduler_cert`` / ``tls_worker_cert`` name their own.
+    A ``*_key`` left out means the key is in the certificate file.
+    """
+
+    tls_ca_file: _CertPath = Field(description="the CA certificate that signed every party's")
+    tls_client_cert: _CertPath = Field(description="this client's certificate")
+    tls_client_key: _CertPath | None = None
+    tls_scheduler_cert: _CertPath | None = Field(None, description="default: tls_client_cert")
+    tls_scheduler_key: _CertPath | None = None
+    tls_worker_cert: _CertPath | None = Field(None, description="default: tls_client_cert")
+    tls_worker_key: _CertPath | None = None
+    require_encryption: bool = Field(True, description="refuse unencrypted connections")
+
+    @model_validator(mode="after")
+    def _keys_have_certificates(self) -> SecurityConfig:
+        for role in ("scheduler", "worker"):
+            if getattr(self, f"tls_{role}_key") and not getattr(self, f"tls_{role}_cert"):
+                raise PydanticCustomError(
+                    "key_without_cert",
+                    f"tls_{role}_key needs tls_{role}_cert (the certificate of that key)",
+                )
+        return self
+
+
+#: Fields of the embedded cluster that a dask-jobqueue cluster does not use.
+_EMBEDDED_ONLY = ("n_workers", "threads_per_worker", "processes")
+
+
 class ClusterConfig(_Strict):
-    """Where the pipeline runs: an embedded LocalCluster, or an existing scheduler."""
+    """Where the pipeline runs: an embedded LocalCluster, an existing scheduler, or batch jobs."""
 
     address: str | None = Field(None, description="scheduler address; null = embedded LocalCluster")
     n_workers: PositiveInt = 2
     threads_per_worker: PositiveInt = 1
     processes: bool = True
-    dashboard_address: str = Field("127.0.0.1:0", description="host:port of the embedded dashboard")
+    dashboard_address: str = Field(
+        "127.0.0.1:0", description="host:port of the embedded (or jobqueue) scheduler's dashboard"
+    )
     timeout: float = Field(10.0, gt=0, description="seconds to wait for a remote scheduler")
     gpu: bool = Field(False, description="start dask-cuda's LocalCUDACluster, one worker per GPU")
     log_level: Literal["debug", "info", "warning", "error", "critical"] = Field(
@@ -65,6 +116,55 @@ class ClusterConfig(_Strict):
         description="the embedded cluster's own log lines on stderr; failures are listed in "
         "the run's summary whatever this says",
     )
+    jobqueue: Literal[JOBQUEUE_SYSTEMS] | None = Field(  # type: ignore[valid-type]
+        None, description="run the workers as batch jobs of this system (dask-jobqueue)"
+    )
+    jobs: PositiveInt = Field(1, description="batch jobs to submit (cluster.scale(jobs=...))")
+    job: dict[str, Any] = Field(
+        default_factory=dict,
+        description="keyword arguments of the dask-jobqueue cluster class: cores, memory, "
+        "queue, walltime, account, job_extra_directives, ...",
+    )
+    security: SecurityConfig | None = Field(None, description="TLS; null = plain tcp://")
+
+    @field_validator("jobqueue")
+    @classmethod
+    def _jobqueue_alone(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value and info.data.get("address"):
+            raise PydanticCustomError(
+                "jobqueue_and_address",
+                "a jobqueue cluster starts its own scheduler; leave out cluster.address "
+                "(or cluster.jobqueue, to use the scheduler at that address)",
+            )
+        if value and info.data.get("gpu"):
+            raise PydanticCustomError(
+                "jobqueue_and_gpu",
+                "cluster.gpu starts GPU workers on this machine; for GPU batch jobs set "
+                "gpu: false, request GPUs in cluster.job (e.g. job_extra_directives: "
+                "['--gres=gpu:1']) and set backend: cupy",
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _jobqueue_fields_fit(self) -> ClusterConfig:
+        if self.jobqueue:
+            used = [f"cluster.{name}" for name in _EMBEDDED_ONLY if name in self.model_fields_set]
+            if used:
+                raise PydanticCustomError(
+                    "embedded_only",
+                    f"{', '.join(used)} {'applies' if len(used) == 1 else 'apply'} to the "
+                    f"embedded cluster, not to jobqueue: {self.jobqueue}; size the jobs with "
+                    "cluster.jobs and cluster.job (cores, memory, processes)",
+                )
+        else:
+            given = [f"cluster.{name}" for name in ("jobs", "job") if name in self.model_fields_set]
+            if given:
+                raise PydanticCustomError(
+                    "jobqueue_missing",
+                    f"{' and '.join(given)} {'needs' if len(given) == 1 else 'need'} "
+                    f"cluster.jobqueue (one of: {', '.join(JOBQUEUE_SYSTEMS)})",
+                )
+        return self
 
 
 #: ``module:name`` or ``file.py:name``.

@@ -1,12 +1,18 @@
 """Chains of stencils: ``chain(a, b, c)(x) == c(b(a(x)))``, as one pass over each chunk.
 
 On a Dask array the chain exchanges halos once, with the sum of its stages'
-halos, and runs every stage on the chunk in the worker that holds it: no
-intermediate array is formed between stages. Each stage still applies its
-own boundary mode at the true array edges, exactly as the stages applied one
-after another would (a chunk at the edge starts at the edge). A chain that
-mixes ``wrap`` with other modes needs different halo kinds per stage, so it
-runs stage by stage.
+halos, and runs every stage on the chunk in the worker that holds it. Each
+stage still applies its own boundary mode at the true array edges, exactly as
+the stages applied one after another would (a chunk at the edge starts at the
+edge). A chain that mixes ``wrap`` with other modes needs different halo kinds
+per stage, so it runs stage by stage.
+
+On a NumPy array (or chunk) the stages are fused (:mod:`.fused`): one pass
+over row strips, each stage's intermediate kept in a cache-sized buffer, and
+separable stages (mean, gaussian) split into their 1-D passes. The result is
+bit for bit that of the stages one after another. ``fuse=False`` runs them one
+after another instead; so do chains with a ``wrap`` stage, 1-D chains, and
+chunks that are not NumPy arrays (CuPy).
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ import numpy as np
 
 from ..errors import KernelError
 from .dask_apply import is_dask_array, map_stencil_blocks
-from .dtypes import check_dtype
+from .dtypes import check_dtype, result_dtype
+from .fused import run_passes
 from .stencil import Stencil
 from .threads import single_threaded
 
@@ -36,7 +43,7 @@ class Chain:
         The sum of the stages' halos: what one output element depends on.
     """
 
-    def __init__(self, stages: tuple[Stencil, ...]):
+    def __init__(self, stages: tuple[Stencil, ...], *, fuse: bool = True):
         if not stages:
             raise KernelError("chain() needs at least one stencil")
         for stage in stages:
@@ -53,6 +60,7 @@ class Chain:
                 f"({', '.join(f'{s.name}: {s.ndim}' for s in stages)})"
             )
         self.stages = stages
+        self.fuse = fuse
         self.ndim = ndims.pop()
         self.halo = tuple(
             (sum(s.halo[d][0] for s in stages), sum(s.halo[d][1] for s in stages))
@@ -69,12 +77,36 @@ class Chain:
     def __dask_tokenize__(self) -> tuple:
         from dask.base import tokenize
 
-        return ("Chain", *(tokenize(stage) for stage in self.stages))
+        return ("Chain", self.fuse, *(tokenize(stage) for stage in self.stages))
+
+    def _fusable(self, block: Any) -> bool:
+        return (
+            self.fuse
+            and isinstance(block, np.ndarray)
+            and block.ndim >= self.ndim >= 2
+            and all(stage.boundary != "wrap" for stage in self.stages)
+        )
 
     def _run_stages(self, block: Any) -> Any:
+        if self._fusable(block):
+            return self._run_fused(block)
         for stage in self.stages:
             block = stage(block)
         return block
+
+    def _run_fused(self, block: np.ndarray) -> np.ndarray:
+        """All stages in one pass over row strips (see :mod:`.fused`)."""
+        dtype = check_dtype(block.dtype, f"{self.name}: input")
+        passes = []
+        for stage in self.stages:
+            out_dtype = result_dtype([dtype], stage.dtype)
+            passes += stage.strip_passes(dtype, out_dtype, stage.boundary, stage.cval)
+            dtype = out_dtype
+        core = block.shape[block.ndim - self.ndim :]
+        frames = np.ascontiguousarray(block).reshape(-1, *core)
+        out = np.empty(frames.shape, dtype)
+        run_passes(passes, frames, out)
+        return out.reshape(block.shape)
 
     def _run_stages_on_block(self, block: Any) -> Any:
         with single_threaded():
@@ -102,13 +134,16 @@ class Chain:
         )
 
 
-def chain(*stages: Stencil) -> Chain:
+def chain(*stages: Stencil, fuse: bool = True) -> Chain:
     """Apply ``stages`` one after another, as one pass over each chunk of a Dask array.
 
     Parameters
     ----------
     *stages : Stencil
         Stencils of one array input each, with the same number of core dimensions.
+    fuse : bool
+        Run the stages over row strips with cache-resident intermediates (the default),
+        or one after another over whole chunks; the results are the same.
 
     Returns
     -------
@@ -122,4 +157,4 @@ def chain(*stages: Stencil) -> Chain:
     >>> blur_then_edges.halo
     ((5, 5), (5, 5))
     """
-    return Chain(tuple(stages))
+    return Chain(tuple(stages), fuse=fuse)

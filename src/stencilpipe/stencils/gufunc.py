@@ -10,6 +10,7 @@ import numpy as np
 from ..errors import BoundaryError, KernelError
 from .codegen_cpu import work_rows
 from .dtypes import check_dtype, result_dtype, wide_type_name
+from .fused import run_passes
 
 if TYPE_CHECKING:
     from .stencil import Stencil
@@ -96,14 +97,18 @@ def apply_numpy(
         if writes_through
         else np.empty(out.shape, out.dtype).reshape(flat_shape)
     )
-    apply = stencil.compiled(tuple(in_dtypes), out.dtype, mode)
-    apply(
-        *flat_inputs,
-        target,
-        *scalars,
-        *fill_values(cval, in_dtypes, stencil.name),
-        rows=work_rows(target.shape),
-    )
+    passes = stencil.strip_passes(in_dtypes[0], out.dtype, mode, cval) if stencil.passes else []
+    if len(passes) > 1 and target.ndim > 2:  # a separable filter, as 1-D passes over strips
+        run_passes(passes, np.ascontiguousarray(flat_inputs[0]), target)
+    else:
+        apply = stencil.compiled(tuple(in_dtypes), out.dtype, mode)
+        apply(
+            *flat_inputs,
+            target,
+            *scalars,
+            *fill_values(cval, in_dtypes, stencil.name),
+            rows=work_rows(target.shape),
+        )
     if not writes_through:
         out[...] = target.reshape(out.shape)
     return out

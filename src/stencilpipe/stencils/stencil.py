@@ -25,6 +25,7 @@ from .cuda_apply import apply_cuda, is_device_array
 from .dask_apply import apply_dask, is_dask_array
 from .dtypes import check_dtype
 from .foreign import is_foreign, like, to_native
+from .fused import Pass
 from .gufunc import apply_numpy, fill_values
 from .modules import load_module
 from .rewrite import resolve_free_names
@@ -68,6 +69,7 @@ class Stencil:
         neighborhood: tuple[tuple[int, int], ...] | None = None,
         _info: KernelInfo | None = None,
         _compiled: dict | None = None,
+        _passes: tuple[Stencil, ...] | None = None,
     ):
         self.func = func
         self.info = _info if _info is not None else analyse_kernel(func, neighborhood)
@@ -76,6 +78,9 @@ class Stencil:
         self.cval = cval
         self.dtype = None if dtype is None else check_dtype(dtype, f"dtype= of {self.info.name!r}")
         self._compiled: dict[tuple, CompiledKernel] = {} if _compiled is None else _compiled
+        #: Cheaper kernels (1-D passes of a separable filter) that give the same result when
+        #: run one after another; see :meth:`strip_passes`.
+        self.passes = _passes
         functools.update_wrapper(self, func, updated=())
 
     # -- description -----------------------------------------------------------------------
@@ -115,6 +120,7 @@ class Stencil:
             neighborhood=self.neighborhood,
             _info=self.info,
             _compiled=self._compiled,
+            _passes=self.passes,
             **merged,
         )
 
@@ -221,6 +227,26 @@ class Stencil:
             self._compiled[key] = kernel
         return kernel
 
+    def strip_passes(
+        self, in_dtype: np.dtype, out_dtype: np.dtype, mode: str, cval: Any
+    ) -> list[Pass]:
+        """This stencil as passes of :func:`~stencilpipe.stencils.fused.run_passes`.
+
+        A separable filter (one with :attr:`passes`) gives its 1-D passes, when ``mode``
+        folds indices into the array (reflect, mirror, nearest): the folded reads of a
+        pass along one axis are then those of the whole filter. Under ``constant`` or
+        ``wrap``, or when the stencil reads several arrays or scalars, it is one pass.
+        """
+        kernels = self.passes if self.passes and mode not in ("constant", "wrap") else (self,)
+        passes, dtype = [], in_dtype
+        for k, kernel in enumerate(kernels):
+            next_dtype = out_dtype if k == len(kernels) - 1 else kernel.dtype
+            (fill,) = fill_values(cval, [dtype], self.name)
+            compiled = kernel.compiled((dtype,), next_dtype, mode)
+            passes.append(Pass(compiled, kernel.halo[0], next_dtype, fill))
+            dtype = next_dtype
+        return passes
+
     def precompile(self, dtype: Any) -> np.dtype:
         """Compile the CPU kernel for one input ``dtype`` without running it; return the
         output dtype. Raises the :class:`KernelError` a first call would raise."""
@@ -232,6 +258,11 @@ class Stencil:
         args += [self.info.scalar_defaults.get(name, 0) for name in self.info.scalar_params]
         args += fill_values(self.cval, list(in_dtypes), self.name) + [0, 1]
         self.compiled(in_dtypes, out_dtype, self.boundary).compile(args)
+        if self.passes:
+            for step in self.strip_passes(dtype, out_dtype, self.boundary, self.cval):
+                frame = np.empty_like(frame, step.out_dtype)
+                step.kernel.compile([args[0], frame, step.cval, 0, 1])
+                args[0] = frame
         return out_dtype
 
     def generated_source(self, dtype: Any, *, boundary: str | None = None) -> str:
@@ -259,6 +290,7 @@ class CompiledKernel:
             self.source = handle.read()
         self.line_map = line_map
         self.in_dtypes = in_dtypes
+        self._ran = False
 
     @contextlib.contextmanager
     def errors_translated(self) -> Iterator[None]:
@@ -282,8 +314,16 @@ class CompiledKernel:
         if self.apply.signatures:
             run_rows(self.apply, args, rows)
             return
+        self.run(*args, start=0, stop=rows)
+
+    def run(self, *args: Any, start: int, stop: int) -> None:
+        """Run the CPU loop nest over rows ``[start, stop)`` in this thread."""
+        if self._ran:  # checked first: Numba's ``signatures`` costs microseconds per call
+            self.apply(*args, start, stop)
+            return
         with self.errors_translated():
-            self.apply(*args, 0, rows)
+            self.apply(*args, start, stop)
+        self._ran = True
 
     def _translate(self, exc: Exception) -> KernelError:
         info = self.stencil.info

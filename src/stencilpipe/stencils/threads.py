@@ -59,14 +59,27 @@ def _pool() -> ThreadPoolExecutor:
     return _executor
 
 
-def run_rows(kernel: Callable[..., None], args: tuple[Any, ...], rows: int) -> None:
-    """Call ``kernel(*args, start, stop)`` over ``[0, rows)``, split across the threads."""
-    threads = 1 if getattr(_local, "single", False) else _threads
-    pieces = min(threads, max(1, rows // _MIN_ROWS_PER_THREAD))
-    if pieces == 1:
-        kernel(*args, 0, rows)
+def run_rows(
+    kernel: Callable[..., None],
+    args: tuple[Any, ...],
+    stop: int,
+    *,
+    start: int = 0,
+    min_rows: int = _MIN_ROWS_PER_THREAD,
+) -> None:
+    """Call ``kernel(*args, lo, hi)`` over ``[start, stop)``, split across the threads.
+
+    A thread gets at least ``min_rows`` rows (rows of a frame, or strips of rows).
+    """
+    rows = stop - start
+    if rows <= 0:
         return
-    bounds = [rows * k // pieces for k in range(pieces + 1)]
+    threads = 1 if getattr(_local, "single", False) else _threads
+    pieces = min(threads, max(1, rows // min_rows))
+    if pieces == 1:
+        kernel(*args, start, stop)
+        return
+    bounds = [start + rows * k // pieces for k in range(pieces + 1)]
     futures = [_pool().submit(kernel, *args, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
     kernel(*args, bounds[0], bounds[1])
     for future in futures:

@@ -1,0 +1,145 @@
+"""Several kernels in one pass over memory: row strips, intermediates in cache-sized scratch.
+
+A chain ``c(b(a(x)))`` run stage by stage writes each intermediate frame to
+memory and reads it back. Here the output is cut into strips of rows along the
+first core axis; for each strip, every pass computes just the rows the next
+one needs (the strip, widened by the halos of the passes after it) into a
+scratch buffer small enough to stay in the CPU's cache, and the last pass
+writes the strip of the output. This is Halide's ``compute_at`` at row
+granularity: producers are computed per consumer strip, never inlined point by
+point (a 5x5 gaussian inlined into a 3x3 mean would evaluate it 9 times per
+output element).
+
+The passes are the stages' own compiled kernels, called on views: a pass reads
+a view of the rows it needs and writes the rows asked of it (``start, stop``).
+A view ends either at a true edge of the frame, where the pass applies its own
+boundary mode exactly as on the whole frame, or at least a halo away from every
+row the pass computes, so no boundary is ever applied where there is none. The
+result is therefore bit for bit the stages run one after another. ``wrap`` reads
+the far end of the frame and cannot be cut into strips: such chains run unfused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .codegen_cpu import work_rows
+from .threads import run_rows
+
+if TYPE_CHECKING:
+    from .stencil import CompiledKernel
+
+__all__ = ["Pass", "run_passes", "strip_rows"]
+
+#: Bytes of the largest scratch buffer a strip may fill: half the per-core L2 of current
+#: x86 CPUs, so that a pass's input and output strips stay in cache together.
+STRIP_BYTES = 512 * 1024
+
+#: Fewest rows per strip: below this the per-strip call overhead dominates.
+MIN_STRIP_ROWS = 8
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One kernel of a fused pipeline: one array in, one out, no scalars.
+
+    Attributes
+    ----------
+    kernel : CompiledKernel
+        The compiled CPU kernel ``apply(x, out, cval, start, stop)``.
+    halo : tuple of (int, int)
+        Rows it reads before and after each output row (first core axis).
+    out_dtype : numpy.dtype
+        Its output's dtype.
+    cval : scalar
+        Its constant-mode fill value, widened for its input's dtype.
+    """
+
+    kernel: CompiledKernel
+    halo: tuple[int, int]
+    out_dtype: np.dtype
+    cval: Any
+
+
+def strip_rows(passes: Sequence[Pass], row_elements: int, rows: int) -> int:
+    """Rows per strip: the largest scratch buffer stays within :data:`STRIP_BYTES`."""
+    widest = max(p.out_dtype.itemsize for p in passes[:-1])
+    halo = sum(2 * max(p.halo) for p in passes)
+    fit = STRIP_BYTES // max(1, widest * row_elements) - halo
+    return max(1, min(rows, max(MIN_STRIP_ROWS, fit)))
+
+
+def run_passes(passes: Sequence[Pass], x: np.ndarray, out: np.ndarray) -> None:
+    """Compute ``passes`` one after another from ``x`` into ``out``, strip by strip.
+
+    Parameters
+    ----------
+    passes : sequence of Pass
+        Each reads the previous one's output.
+    x, out : numpy.ndarray
+        ``(batch, n0, ...)``: a batch of frames, C-contiguous, of the same shape.
+    """
+    if out.size == 0:
+        return
+    if len(passes) == 1:  # nothing to fuse: the kernel's own loop over all rows
+        (step,) = passes
+        step.kernel(x, out, step.cval, rows=work_rows(out.shape))
+        return
+    rows = x.shape[1]
+    height = strip_rows(passes, int(np.prod(x.shape[2:], dtype=np.int64)), rows)
+    strips = -(-rows // height)
+    # Rows each pass must deliver beyond the strip, on both sides: the reach of the passes
+    # after it (see _reach).
+    margins = [sum(_reach(p) for p in passes[k + 1 :]) for k in range(len(passes))]
+    plan = _StripPlan(passes, height, strips, margins)
+    # The first strip runs alone, in this thread: it compiles (with readable errors).
+    plan.run(x, out, 0, 1)
+    run_rows(plan.run, (x, out), x.shape[0] * strips, start=1, min_rows=2)
+
+
+def _reach(step: Pass) -> int:
+    """Rows a pass needs on each side of the rows it computes.
+
+    The larger of its two halos, on both sides: at a true edge the boundary mode folds
+    reads from one side onto the other (mirror reads row 1 for row -1), so a kernel that
+    reads only upwards still needs the rows below it there.
+    """
+    return max(step.halo)
+
+
+@dataclass(frozen=True)
+class _StripPlan:
+    passes: Sequence[Pass]
+    height: int
+    strips: int
+    margins: list[int]
+
+    def run(self, x: np.ndarray, out: np.ndarray, first: int, stop: int) -> None:
+        """Compute strips ``[first, stop)`` (numbered frame by frame) in this thread."""
+        rows = x.shape[1]
+        extra = self.margins[0] + _reach(self.passes[0])
+        scratch = [
+            np.empty((1, min(rows, self.height + 2 * extra), *x.shape[2:]), p.out_dtype)
+            for p in self.passes[:-1]
+        ]
+        last = len(self.passes) - 1
+        for item in range(first, stop):
+            frame, strip = divmod(item, self.strips)
+            top = strip * self.height
+            bottom = min(rows, top + self.height)
+            low, high = max(0, top - extra), min(rows, bottom + extra)
+            source = x[frame : frame + 1, low:high]
+            for k, step in enumerate(self.passes):
+                start = max(0, top - self.margins[k])
+                end = min(rows, bottom + self.margins[k])
+                if k == last:
+                    target = out[frame : frame + 1, low:high]
+                else:
+                    target = scratch[k][:, : high - low]
+                step.kernel.run(source, target, step.cval, start=start - low, stop=end - low)
+                source = target[:, start - low : end - low]
+                low, high = start, end
