@@ -46,7 +46,9 @@ def _from_source(name: str, source: str, namespace: dict[str, Any], **options: A
     """Compile kernel ``source`` defining ``name`` and decorate it, keeping its source readable."""
     filename = f"<stencilpipe.library {name} {abs(hash(source)):x}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    scope = {"np": np, **namespace}
+    # A module name, so that pickle does not search every loaded module for the function
+    # (which touches deprecated ones); the kernel is then pickled by value.
+    scope = {"np": np, "__name__": __name__, **namespace}
     exec(compile(source, filename, "exec"), scope)
     return stencil(scope[name], **options)
 

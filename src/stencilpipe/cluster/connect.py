@@ -13,21 +13,21 @@ workers (with ``gpu: true``, dask-cuda's ``LocalCUDACluster``). With
 from __future__ import annotations
 
 import contextlib
-import inspect
+import functools
 import logging
-import os
-import ssl
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import dask
 
 from ..errors import ClusterError
+from .jobqueue import job_options, jobqueue_cluster
+from .security import security, ssl_error, tls_options
 
 if TYPE_CHECKING:
     from distributed import Client, Security
 
-    from ..pipeline.config import ClusterConfig, SecurityConfig
+    from ..pipeline.config import ClusterConfig
 
 __all__ = ["connect", "job_options", "job_script", "scheduler_address", "security"]
 
@@ -51,70 +51,12 @@ def _log_level(config: ClusterConfig) -> int:
     return logging.getLevelName(config.log_level.upper())
 
 
-# --- TLS -------------------------------------------------------------------------------
-
-
-def _certificate_files(tls: SecurityConfig) -> dict[str, str]:
-    """The configured certificate and key paths, absolute (jobs on other nodes read them).
-
-    Raises
-    ------
-    ClusterError
-        Naming the key and the path of the first file that does not exist.
-    """
-    files = {}
-    for key, value in tls.model_dump(exclude_none=True).items():
-        if not key.startswith("tls_"):
-            continue
-        path = os.path.abspath(os.path.expanduser(value))
-        if not os.path.isfile(path):
-            raise ClusterError(f"cluster.security.{key}: no such file: {path}")
-        files[key] = path
-    return files
-
-
-def security(config: ClusterConfig) -> Security | None:
-    """distributed's ``Security`` for ``config.security``; None when TLS is not configured.
-
-    The scheduler and workers that stencilpipe starts use the client's certificate
-    (and key) unless the config names their own.
-
-    Raises
-    ------
-    ClusterError
-        When a configured certificate or key file does not exist.
-    """
-    if config.security is None:
-        return None
-    from distributed import Security
-
-    files = _certificate_files(config.security)
-    for role in ("scheduler", "worker"):
-        if f"tls_{role}_cert" not in files:
-            files[f"tls_{role}_cert"] = files["tls_client_cert"]
-            if "tls_client_key" in files:
-                files[f"tls_{role}_key"] = files["tls_client_key"]
-    return Security(require_encryption=config.security.require_encryption, **files)
-
-
 # --- an existing scheduler ------------------------------------------------------------
-
-
-def _ssl_error(exc: BaseException | None) -> BaseException | None:
-    """The TLS error behind ``exc`` (a certificate that does not load or is refused), if any.
-
-    distributed reports a peer's refusal (unknown CA) as a ``FatalCommClosedError``.
-    """
-    from distributed.comm.core import FatalCommClosedError
-
-    while exc is not None and not isinstance(exc, ssl.SSLError | FatalCommClosedError):
-        exc = exc.__cause__ or exc.__context__
-    return exc
 
 
 def _unreachable_hint(address: str, tls: Security | None, exc: BaseException) -> str:
     """What to check when the scheduler at ``address`` did not answer."""
-    if _ssl_error(exc) is not None:
+    if ssl_error(exc) is not None:
         return "check the certificates and keys in cluster.security"
     if tls is not None and not address.startswith("tls://"):
         return "with cluster.security set, give the scheduler's tls:// address"
@@ -161,11 +103,6 @@ def _remote_client(address: str, config: ClusterConfig, tls: Security | None) ->
 # --- clusters started here --------------------------------------------------------------
 
 
-def _tls_options(tls: Security | None) -> dict[str, Any]:
-    """Keyword arguments that make a distributed cluster speak TLS (none without TLS)."""
-    return {} if tls is None else {"security": tls, "protocol": "tls://"}
-
-
 def _local_cuda_cluster(config: ClusterConfig, tls: Security | None) -> Any:
     """dask-cuda's LocalCUDACluster: one worker per visible GPU (``n_workers`` is not used)."""
     try:
@@ -181,7 +118,7 @@ def _local_cuda_cluster(config: ClusterConfig, tls: Security | None) -> Any:
         dashboard_address=config.dashboard_address,
         silence_logs=_log_level(config),
         preload=[WORKER_SETUP],
-        **_tls_options(tls),
+        **tls_options(tls),
     )
 
 
@@ -198,114 +135,8 @@ def _local_cluster(config: ClusterConfig, tls: Security | None) -> Any:
         silence_logs=_log_level(config),
         # In-process workers share the client's SIGINT, which must stay.
         preload=[WORKER_SETUP] if config.processes else [],
-        **_tls_options(tls),
+        **tls_options(tls),
     )
-
-
-# --- dask-jobqueue -----------------------------------------------------------------------
-
-#: ``cluster.jobqueue`` -> the dask-jobqueue class.
-JOBQUEUE_CLASSES = {
-    "slurm": "SLURMCluster",
-    "pbs": "PBSCluster",
-    "sge": "SGECluster",
-    "lsf": "LSFCluster",
-    "htcondor": "HTCondorCluster",
-    "moab": "MoabCluster",
-    "oar": "OARCluster",
-}
-
-#: Keywords of the cluster class itself (not of its job class) that ``cluster.job`` passes on.
-_CLUSTER_KEYWORDS = ("interface", "scheduler_options", "shared_temp_directory")
-
-#: Keywords that ``cluster.job`` must not hold, and what to write instead.
-_JOB_KEY_HINTS = {
-    "scheduler": "the scheduler is started here",
-    "name": "use job_name",
-    "config_name": "it follows cluster.jobqueue",
-    "security": "use cluster.security",
-    "protocol": "cluster.security makes it tls://",
-    "dashboard_address": "use cluster.dashboard_address",
-    "host": "use scheduler_options: {host: ...}",
-    "n_workers": "use cluster.jobs",
-    "extra": "renamed worker_extra_args in dask-jobqueue",
-    "job_extra": "renamed job_extra_directives in dask-jobqueue",
-    "env_extra": "renamed job_script_prologue in dask-jobqueue",
-    "header_skip": "renamed job_directives_skip in dask-jobqueue",
-}
-
-
-def _jobqueue_class(config: ClusterConfig) -> Any:
-    """The dask-jobqueue cluster class of ``config.jobqueue``."""
-    try:
-        import dask_jobqueue
-    except ImportError as exc:
-        raise ClusterError(
-            f"cluster.jobqueue: {config.jobqueue} needs dask-jobqueue ({exc}); "
-            "install stencilpipe[cluster]"
-        ) from None
-    return getattr(dask_jobqueue, JOBQUEUE_CLASSES[config.jobqueue])
-
-
-def job_options(cluster_class: Any) -> list[str]:
-    """The keys ``cluster.job`` accepts for a dask-jobqueue cluster class, sorted.
-
-    They are the keyword arguments of its job class and of dask-jobqueue's ``Job``
-    (cores, memory, queue, walltime, ...), plus a few of the cluster class's own.
-    """
-    from dask_jobqueue.core import Job
-
-    names = set(_CLUSTER_KEYWORDS)
-    for init in (cluster_class.job_cls.__init__, Job.__init__):
-        for parameter in list(inspect.signature(init).parameters.values())[1:]:
-            if parameter.kind not in (parameter.VAR_KEYWORD, parameter.VAR_POSITIONAL):
-                names.add(parameter.name)
-    return sorted(names - set(_JOB_KEY_HINTS))
-
-
-def _check_job(config: ClusterConfig, cluster_class: Any) -> None:
-    """Refuse a ``cluster.job`` key that the batch system's class does not accept."""
-    valid = job_options(cluster_class)
-    for key in config.job:
-        if key in valid:
-            continue
-        why = _JOB_KEY_HINTS.get(key, "not an option of " + cluster_class.__name__)
-        raise ClusterError(
-            f"cluster.job.{key}: {why} (jobqueue: {config.jobqueue} accepts: {', '.join(valid)})"
-        )
-    if "scheduler_options" in config.job and not isinstance(config.job["scheduler_options"], dict):
-        raise ClusterError("cluster.job.scheduler_options: expected a mapping, e.g. {host: ...}")
-    name = cluster_class.job_cls.default_config_name()
-    for key in ("cores", "memory"):
-        if key not in config.job and dask.config.get(f"jobqueue.{name}.{key}", None) is None:
-            raise ClusterError(
-                f"cluster.job.{key} is needed: the {key} of each job, e.g. "
-                "job: {cores: 8, memory: 32GB}"
-            )
-
-
-def _scheduler_options(config: ClusterConfig, cluster_class: Any) -> dict[str, Any]:
-    """Dask's jobqueue scheduler options, the dashboard, then ``job.scheduler_options``."""
-    name = cluster_class.job_cls.default_config_name()
-    options = dict(dask.config.get(f"jobqueue.{name}.scheduler-options", None) or {})
-    options.setdefault("dashboard_address", config.dashboard_address)
-    options.update(config.job.get("scheduler_options") or {})
-    return options
-
-
-def _jobqueue_cluster(config: ClusterConfig, tls: Security | None) -> Any:
-    """dask-jobqueue's cluster for ``config.jobqueue``, with its scheduler started and no jobs."""
-    cluster_class = _jobqueue_class(config)
-    _check_job(config, cluster_class)
-    options = {**config.job, "scheduler_options": _scheduler_options(config, cluster_class)}
-    try:
-        return cluster_class(silence_logs=_log_level(config), security=tls, **options)
-    except (TypeError, ValueError) as exc:
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise ClusterError(
-            f"cluster.job: dask-jobqueue's {cluster_class.__name__} refused the job options "
-            f"({type(exc).__name__}: {first_line})"
-        ) from None
 
 
 def job_script(config: ClusterConfig) -> str:
@@ -328,13 +159,13 @@ def job_script(config: ClusterConfig) -> str:
 def _start_cluster(config: ClusterConfig, tls: Security | None) -> Any:
     """The jobqueue, dask-cuda or local cluster that ``config`` asks for, started."""
     if config.jobqueue:
-        start = _jobqueue_cluster
+        start = functools.partial(jobqueue_cluster, silence_logs=_log_level(config))
     else:
         start = _local_cuda_cluster if config.gpu else _local_cluster
     try:
         return start(config, tls)
     except RuntimeError as exc:  # distributed's "Cluster failed to start"
-        refused = _ssl_error(exc)
+        refused = ssl_error(exc)
         if refused is None:
             raise
         raise ClusterError(

@@ -1,0 +1,123 @@
+"""HPC batch systems: ``cluster.jobqueue`` as a dask-jobqueue cluster (SLURM, PBS, ...)."""
+
+from __future__ import annotations
+
+import inspect
+from typing import TYPE_CHECKING, Any
+
+import dask
+
+from ..errors import ClusterError
+
+if TYPE_CHECKING:
+    from distributed import Security
+
+    from ..pipeline.config import ClusterConfig
+
+__all__ = ["JOBQUEUE_CLASSES", "job_options", "jobqueue_cluster"]
+
+#: ``cluster.jobqueue`` -> the dask-jobqueue class.
+JOBQUEUE_CLASSES = {
+    "slurm": "SLURMCluster",
+    "pbs": "PBSCluster",
+    "sge": "SGECluster",
+    "lsf": "LSFCluster",
+    "htcondor": "HTCondorCluster",
+    "moab": "MoabCluster",
+    "oar": "OARCluster",
+}
+
+#: Keywords of the cluster class itself (not of its job class) that ``cluster.job`` passes on.
+_CLUSTER_KEYWORDS = ("interface", "scheduler_options", "shared_temp_directory")
+
+#: Keywords that ``cluster.job`` must not hold, and what to write instead.
+_JOB_KEY_HINTS = {
+    "scheduler": "the scheduler is started here",
+    "name": "use job_name",
+    "config_name": "it follows cluster.jobqueue",
+    "security": "use cluster.security",
+    "protocol": "cluster.security makes it tls://",
+    "dashboard_address": "use cluster.dashboard_address",
+    "host": "use scheduler_options: {host: ...}",
+    "n_workers": "use cluster.jobs",
+    "extra": "renamed worker_extra_args in dask-jobqueue",
+    "job_extra": "renamed job_extra_directives in dask-jobqueue",
+    "env_extra": "renamed job_script_prologue in dask-jobqueue",
+    "header_skip": "renamed job_directives_skip in dask-jobqueue",
+}
+
+
+def _jobqueue_class(config: ClusterConfig) -> Any:
+    """The dask-jobqueue cluster class of ``config.jobqueue``."""
+    try:
+        import dask_jobqueue
+    except ImportError as exc:
+        raise ClusterError(
+            f"cluster.jobqueue: {config.jobqueue} needs dask-jobqueue ({exc}); "
+            "install stencilpipe[cluster]"
+        ) from None
+    return getattr(dask_jobqueue, JOBQUEUE_CLASSES[config.jobqueue])
+
+
+def job_options(cluster_class: Any) -> list[str]:
+    """The keys ``cluster.job`` accepts for a dask-jobqueue cluster class, sorted.
+
+    They are the keyword arguments of its job class and of dask-jobqueue's ``Job``
+    (cores, memory, queue, walltime, ...), plus a few of the cluster class's own.
+    """
+    from dask_jobqueue.core import Job
+
+    names = set(_CLUSTER_KEYWORDS)
+    for init in (cluster_class.job_cls.__init__, Job.__init__):
+        for parameter in list(inspect.signature(init).parameters.values())[1:]:
+            if parameter.kind not in (parameter.VAR_KEYWORD, parameter.VAR_POSITIONAL):
+                names.add(parameter.name)
+    return sorted(names - set(_JOB_KEY_HINTS))
+
+
+def _check_job(config: ClusterConfig, cluster_class: Any) -> None:
+    """Refuse a ``cluster.job`` key that the batch system's class does not accept."""
+    valid = job_options(cluster_class)
+    for key in config.job:
+        if key in valid:
+            continue
+        why = _JOB_KEY_HINTS.get(key, "not an option of " + cluster_class.__name__)
+        raise ClusterError(
+            f"cluster.job.{key}: {why} (jobqueue: {config.jobqueue} accepts: {', '.join(valid)})"
+        )
+    if "scheduler_options" in config.job and not isinstance(config.job["scheduler_options"], dict):
+        raise ClusterError("cluster.job.scheduler_options: expected a mapping, e.g. {host: ...}")
+    name = cluster_class.job_cls.default_config_name()
+    for key in ("cores", "memory"):
+        if key not in config.job and dask.config.get(f"jobqueue.{name}.{key}", None) is None:
+            raise ClusterError(
+                f"cluster.job.{key} is needed: the {key} of each job, e.g. "
+                "job: {cores: 8, memory: 32GB}"
+            )
+
+
+def _scheduler_options(config: ClusterConfig, cluster_class: Any) -> dict[str, Any]:
+    """Dask's jobqueue scheduler options, the dashboard, then ``job.scheduler_options``."""
+    name = cluster_class.job_cls.default_config_name()
+    options = dict(dask.config.get(f"jobqueue.{name}.scheduler-options", None) or {})
+    options.setdefault("dashboard_address", config.dashboard_address)
+    options.update(config.job.get("scheduler_options") or {})
+    return options
+
+
+def jobqueue_cluster(config: ClusterConfig, tls: Security | None, silence_logs: int) -> Any:
+    """dask-jobqueue's cluster for ``config.jobqueue``, with its scheduler started and no jobs.
+
+    ``silence_logs`` is the level below which its scheduler drops log lines.
+    """
+    cluster_class = _jobqueue_class(config)
+    _check_job(config, cluster_class)
+    options = {**config.job, "scheduler_options": _scheduler_options(config, cluster_class)}
+    try:
+        return cluster_class(silence_logs=silence_logs, security=tls, **options)
+    except (TypeError, ValueError) as exc:
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise ClusterError(
+            f"cluster.job: dask-jobqueue's {cluster_class.__name__} refused the job options "
+            f"({type(exc).__name__}: {first_line})"
+        ) from None
