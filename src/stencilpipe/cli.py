@@ -112,6 +112,11 @@ def main() -> None:
 @_cluster_options
 @click.option("--dry-run", is_flag=True, help="Validate and plan, compute nothing.")
 @click.option(
+    "--job-script",
+    is_flag=True,
+    help="Print the batch script of cluster.jobqueue's jobs; submit nothing.",
+)
+@click.option(
     "--report", type=click.Path(dir_okay=False), help="Save Dask's performance report (HTML)."
 )
 @_friendly_errors
@@ -123,13 +128,18 @@ def run(
     gpu: bool,
     skip_bad: bool,
     dry_run: bool,
+    job_script: bool,
     report: str | None,
 ) -> None:
     """Run the pipeline described by the YAML file CONFIG."""
+    from .cluster.connect import job_script as batch_script
     from .pipeline.config import load_config
     from .pipeline.run import plan
 
     settings = load_config(config, [*overrides, *_overrides(address, workers, gpu, skip_bad)])
+    if job_script:
+        click.echo(batch_script(settings.cluster))
+        return
     if dry_run:
         click.echo(plan(settings).describe())
         return

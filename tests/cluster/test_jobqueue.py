@@ -191,3 +191,20 @@ def test_config_mistakes_about_jobqueue_name_the_key(cluster, expected):
     with pytest.raises(ConfigError) as info:
         parse_config(yaml.safe_load(text), source="run.yaml", text=text)
     assert expected in str(info.value)
+
+
+def test_the_command_prints_the_job_script_and_submits_nothing(fake_slurm, tmp_path):
+    import subprocess
+
+    (tmp_path / "run.yaml").write_text(SLURM)
+    result = subprocess.run(
+        [sys.executable, "-m", "stencilpipe", "run", "run.yaml", "--job-script"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "#SBATCH --cpus-per-task=8" in result.stdout.splitlines()
+    assert "distributed.cli.dask_worker" in result.stdout
+    assert list(fake_slurm.iterdir()) == []

@@ -88,10 +88,24 @@ def _balanced(stack: Any, config: PipelineConfig, threads: int) -> Any:
     return imread(config.input, chunks={0: per_chunk}, skip_bad=config.skip_bad)
 
 
-def plan(config: PipelineConfig, *, only: Collection[str] | None = None) -> Plan:
+def planned_threads(config: PipelineConfig) -> int:
+    """Worker threads the configured cluster is expected to have (for ``chunks: auto``)."""
+    cluster = config.cluster
+    if cluster.jobqueue:
+        return cluster.jobs * int(cluster.job.get("cores", 1))
+    return cluster.n_workers * cluster.threads_per_worker
+
+
+def plan(
+    config: PipelineConfig,
+    *,
+    only: Collection[str] | None = None,
+    threads: int | None = None,
+) -> Plan:
     """Build the whole run as one lazy graph; reads headers only, computes nothing.
 
-    ``only`` limits the write to these output files (the others count as kept).
+    ``only`` limits the write to these output files (the others count as kept);
+    ``threads`` is the cluster's number of worker threads, when known, for ``chunks: auto``.
     """
     # An int is frames per chunk (whole frames): chunked so when read, so that a bad
     # frame fails only its own chunk.
@@ -101,8 +115,7 @@ def plan(config: PipelineConfig, *, only: Collection[str] | None = None) -> Plan
             config.input, chunks=None if chunks == "auto" else chunks, skip_bad=config.skip_bad
         )
         if chunks == "auto":
-            threads = config.cluster.n_workers * config.cluster.threads_per_worker
-            stack = _balanced(stack, config, threads)
+            stack = _balanced(stack, config, threads or planned_threads(config))
     (info,) = inputs_of(stack)
     with _phase("build stages"):
         pipeline = build_chain(config)
@@ -207,9 +220,14 @@ def run(
                 f"refusing to write the report {report} over or among the input files; "
                 "choose a path outside the input directory"
             )
-    log.info("cluster: %s", config.cluster.address or "embedded LocalCluster")
+    cluster = config.cluster
+    log.info("cluster: %s", cluster.address or cluster.jobqueue or "embedded LocalCluster")
     with connect(config.cluster) as client:
         log.info("dashboard: %s", client.dashboard_link)
+        threads = sum(client.nthreads().values())
+        if config.chunks == "auto" and threads and threads != planned_threads(config):
+            # A scheduler that already runs: balance the chunks over the threads it has.
+            work = plan(config, threads=threads)
         console.print(f"[bold]dashboard:[/bold] {client.dashboard_link}")
         workers_before = set(client.scheduler_info()["workers"])
         start = time.perf_counter()
