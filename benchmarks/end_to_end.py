@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import tifffile
+from distributed import get_task_stream
 
 sys.path.insert(0, os.path.dirname(__file__))
 from common import print_table  # noqa: E402
@@ -73,11 +74,32 @@ def main() -> None:
         with connect(config.cluster) as client:
             pipeline = plan(config).report()
             io_only = imsave(imread(str(src)), str(Path(tmp) / "io"), compute=False)
-            rows.append(("stencilpipe compute on a started cluster", timed(lambda: client.compute(pipeline).result())))
+            with get_task_stream(client) as stream:
+                seconds = timed(lambda: client.compute(pipeline).result())
+            rows.append(("stencilpipe compute on a started cluster", seconds))
+            overhead = scheduling_overhead(stream.data, seconds, sum(client.nthreads().values()))
             rows.append(("I/O only: imsave(imread()), same cluster", timed(lambda: client.compute(io_only).result())))
         rows.append(("for-loop, seed 004 numba.stencil smooth", timed(lambda: for_loop(seed_smooth, src, Path(tmp) / "seed"))))
         rows.append(("for-loop, stencilpipe smooth", timed(lambda: for_loop(smooth, src, Path(tmp) / "loop"))))
     print_table(f"end to end, {FRAMES} x {SIZE}x{SIZE} uint8 TIFFs, 3x3 mean", rows, rows[0][0])
+    print(overhead)
+
+
+def scheduling_overhead(tasks: list[dict], seconds: float, threads: int) -> str:
+    """What Dask's task stream says about the run: tasks, and the share of the worker
+    threads' time (wall time x threads) that no task used: scheduling, start-up and the
+    idle tail."""
+    busy = sum(stop - start for task in tasks for _, start, stop in _spans(task))
+    idle = seconds * threads - busy
+    return (
+        f"\ntask stream: {len(tasks)} tasks on {threads} threads, busy {busy:.2f} s of "
+        f"{seconds * threads:.2f} s thread time; idle {idle / (seconds * threads):.1%} "
+        f"({idle / max(1, len(tasks)) * 1e3:.1f} ms per task)"
+    )
+
+
+def _spans(task: dict) -> list[tuple[str, float, float]]:
+    return [(s["action"], s["start"], s["stop"]) for s in task["startstops"]]
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -93,10 +94,16 @@ def _remote_client(address: str, config: ClusterConfig, tls: Security | None) ->
     try:
         return Client(address, timeout=config.timeout, security=tls)
     except (OSError, TimeoutError, ValueError, RuntimeError) as exc:
-        detail = " ".join(str(exc).split())
+        kind, detail = type(exc).__name__, " ".join(str(exc).split())
+        hint = _unreachable_hint(address, tls, exc)
+        # The client that failed to start is garbage; collect it now, in this thread. Left
+        # to a later collection, its __del__ (which closes it, waiting on its event loop)
+        # may run in the thread that starts the next client's loop, and stall it.
+        del exc
+        gc.collect()
         raise ClusterError(
             f"cannot reach the Dask scheduler at {address} within {config.timeout:g} s "
-            f"({type(exc).__name__}: {detail}); {_unreachable_hint(address, tls, exc)}"
+            f"({kind}: {detail}); {hint}"
         ) from None
 
 
