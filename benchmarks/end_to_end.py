@@ -86,21 +86,24 @@ def main() -> None:
 
 
 def scheduling_overhead(tasks: list[dict], seconds: float, threads: int) -> str:
-    """What Dask's task stream says about the run: tasks, and the share of the worker
-    threads' time (wall time x threads) that no task used: scheduling, start-up and the
-    idle tail."""
-    busy = sum(stop - start for task in tasks for _, start, stop in _spans(task))
-    idle = seconds * threads - busy
-    return (
-        f"\ntask stream: {len(tasks)} tasks on {threads} threads, busy {busy:.2f} s of "
-        f"{seconds * threads:.2f} s thread time; idle {idle / (seconds * threads):.1%} "
-        f"({idle / max(1, len(tasks)) * 1e3:.1f} ms per task)"
+    """What Dask's task stream says about the run: how many tasks, how much of the worker
+    threads' time (wall time x threads) they used, and where the rest went: gaps between
+    tasks (the per-task overhead), and waiting for the first task or after the last."""
+    spans = sorted(
+        (task["worker"], s["start"], s["stop"]) for task in tasks for s in task["startstops"]
     )
-
-
-def _spans(task: dict) -> list[tuple[str, float, float]]:
-    return [(s["action"], s["start"], s["stop"]) for s in task["startstops"]]
-
+    busy = sum(stop - start for _, start, stop in spans)
+    gaps = 0.0
+    for worker in {w for w, _, _ in spans}:
+        mine = [(start, stop) for w, start, stop in spans if w == worker]
+        gaps += sum(max(0.0, b[0] - a[1]) for a, b in zip(mine, mine[1:]))
+    total = seconds * threads
+    return (
+        f"\ntask stream: {len(tasks)} tasks on {threads} threads; of {total:.2f} s thread time: "
+        f"busy {busy / total:.1%}, gaps between tasks {gaps / total:.1%} "
+        f"({gaps / max(1, len(tasks)) * 1e3:.1f} ms per task), before the first and after "
+        f"the last task of each thread {(total - busy - gaps) / total:.1%}"
+    )
 
 if __name__ == "__main__":
     main()

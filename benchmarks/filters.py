@@ -52,10 +52,10 @@ def _naive_sobel(x):
     return (x[1, -1] + 2 * x[1, 0] + x[1, 1]) - (x[-1, -1] + 2 * x[-1, 0] + x[-1, 1])
 
 
-_G = [0.05448868, 0.24420134, 0.40261995, 0.24420134, 0.05448868]  # sigma 1, radius 2
+_G = np.array([0.05448868, 0.24420134, 0.40261995, 0.24420134, 0.05448868])  # sigma 1, r 2
 
 
-@numba.stencil
+@numba.stencil(neighborhood=((-2, 2), (-2, 2)))
 def _naive_gaussian(x):
     total = 0.0
     for i in range(-2, 3):

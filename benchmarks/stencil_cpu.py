@@ -24,8 +24,6 @@ sys.path.insert(0, os.path.dirname(__file__))
 from common import best_time, print_table  # noqa: E402
 from kernels import smooth  # noqa: E402
 
-import stencilpipe as sp  # noqa: E402
-
 SIZE = 2048
 FRAMES = 64
 
@@ -100,23 +98,6 @@ def main() -> None:
         ("cv2.blur, frame by frame", best_time(lambda: [cv2.blur(f, (3, 3), dst=o) for f, o in zip(stack, stack_out)], repeat=3)),
     ]
     print_table(f"3x3 mean, {FRAMES} x {SIZE}x{SIZE} uint8 stack", rows, "np.copyto of the stack")
-
-    f32 = rng.random((SIZE, SIZE), dtype=np.float32)
-    f32_out = np.empty_like(f32)
-    gaussian = sp.library.gaussian(1.0, truncate=2.0)  # 5x5
-    median = sp.library.median(3)
-    gaussian(f32, out=f32_out)
-    median(frame, out=out)
-    rows = [
-        ("np.copyto float32", best_time(lambda: np.copyto(f32_out, f32))),
-        ("stencilpipe gaussian 5x5 float32", best_time(lambda: gaussian(f32, out=f32_out))),
-        ("cv2.GaussianBlur 5x5 float32", best_time(lambda: cv2.GaussianBlur(f32, (5, 5), 1.0, dst=f32_out))),
-        ("scipy gaussian_filter truncate=2 float32", best_time(lambda: ndi.gaussian_filter(f32, 1.0, truncate=2.0, output=f32_out), repeat=5)),
-        ("stencilpipe median 3x3 uint8", best_time(lambda: median(frame, out=out), repeat=5)),
-        ("cv2.medianBlur 3x3 uint8", best_time(lambda: cv2.medianBlur(frame, 3, dst=out))),
-        ("scipy median_filter 3x3 uint8", best_time(lambda: ndi.median_filter(frame, 3, output=out), repeat=3)),
-    ]
-    print_table(f"other filters, one {SIZE}x{SIZE} frame", rows, "np.copyto float32")
 
     cold, warm = compile_times()
     print(f"\nfirst call of a new kernel (compile): {cold:.2f} s; "

@@ -1,0 +1,58 @@
+"""Threads: one stencil call on NumPy uses the pool; inside a Dask task it uses that task's
+thread only, so Dask's worker threads and stencilpipe's never fight over the cores."""
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+from kernels import smooth
+
+import stencilpipe as sp
+from stencilpipe.stencils import threads
+
+
+@pytest.fixture
+def pool_calls(monkeypatch):
+    """Every submission to stencilpipe's thread pool, recorded (and still run)."""
+    calls = []
+    pool = threads._pool()
+
+    class Recording:
+        def submit(self, *args, **kwargs):
+            calls.append(args[0])
+            return pool.submit(*args, **kwargs)
+
+    monkeypatch.setattr(threads, "_pool", lambda: Recording())
+    monkeypatch.setattr(threads, "_threads", 2)
+    return calls
+
+
+def work():
+    return [
+        smooth,
+        sp.library.mean(3),  # separable: 1-D passes over strips
+        sp.chain(sp.library.gaussian(1.0), sp.library.sobel(0)),  # fused
+    ]
+
+
+def test_a_numpy_call_spreads_over_the_pool(pool_calls):
+    x = np.random.default_rng(0).integers(0, 256, (512, 512)).astype(np.uint8)
+    for stencil in work():
+        stencil(x)  # a first call compiles, in the calling thread
+        pool_calls.clear()
+        stencil(x)
+        assert pool_calls, f"{stencil!r} ran on one thread"
+
+
+def test_inside_dask_tasks_stencils_stay_on_the_task_thread(pool_calls):
+    x = np.random.default_rng(1).integers(0, 256, (4, 512, 512)).astype(np.uint8)
+    lazy = da.from_array(x, chunks=(1, -1, -1))
+    for stencil in work():
+        with dask.config.set(scheduler="threads", num_workers=2):
+            got = stencil(lazy).compute()
+        np.testing.assert_array_equal(got, stencil(x))
+    pool_calls.clear()
+    with dask.config.set(scheduler="threads", num_workers=2):
+        for stencil in work():
+            stencil(lazy).compute()
+    assert pool_calls == []
