@@ -72,13 +72,22 @@ def main() -> None:
         # As a user runs it: plan, start the embedded cluster, compute, stop it.
         rows = [("stencilpipe run (incl. cluster start/stop)", timed(lambda: run(config)))]
         with connect(config.cluster) as client:
-            pipeline = plan(config).report()
-            io_only = imsave(imread(str(src)), str(Path(tmp) / "io"), compute=False)
-            with get_task_stream(client) as stream:
-                seconds = timed(lambda: client.compute(pipeline).result())
-            rows.append(("stencilpipe compute on a started cluster", seconds))
-            overhead = scheduling_overhead(stream.data, seconds, sum(client.nthreads().values()))
-            rows.append(("I/O only: imsave(imread()), same cluster", timed(lambda: client.compute(io_only).result())))
+            # Alternated and repeated, best of 3: the disk's fsync times vary from run to run.
+            compute, io_only = [], []
+            for _ in range(3):
+                for name in ("compute", "io"):
+                    shutil.rmtree(Path(tmp) / name, ignore_errors=True)
+                work = plan(config.model_copy(update={"output": str(Path(tmp) / "compute")}))
+                copy = imsave(imread(str(src)), str(Path(tmp) / "io"), compute=False)
+                with get_task_stream(client) as stream:
+                    compute.append(timed(lambda w=work: client.compute(w.report()).result()))
+                if compute[-1] == min(compute):
+                    overhead = scheduling_overhead(
+                        stream.data, compute[-1], sum(client.nthreads().values())
+                    )
+                io_only.append(timed(lambda c=copy: client.compute(c).result()))
+            rows.append(("stencilpipe compute on a started cluster", min(compute)))
+            rows.append(("I/O only: imsave(imread()), same cluster", min(io_only)))
         rows.append(("for-loop, seed 004 numba.stencil smooth", timed(lambda: for_loop(seed_smooth, src, Path(tmp) / "seed"))))
         rows.append(("for-loop, stencilpipe smooth", timed(lambda: for_loop(smooth, src, Path(tmp) / "loop"))))
     print_table(f"end to end, {FRAMES} x {SIZE}x{SIZE} uint8 TIFFs, 3x3 mean", rows, rows[0][0])
@@ -90,7 +99,10 @@ def scheduling_overhead(tasks: list[dict], seconds: float, threads: int) -> str:
     threads' time (wall time x threads) they used, and where the rest went: gaps between
     tasks (the per-task overhead), and waiting for the first task or after the last."""
     spans = sorted(
-        (task["worker"], s["start"], s["stop"]) for task in tasks for s in task["startstops"]
+        (task["worker"], s["start"], s["stop"])
+        for task in tasks
+        for s in task["startstops"]
+        if s["action"] == "compute"
     )
     busy = sum(stop - start for _, start, stop in spans)
     gaps = 0.0
