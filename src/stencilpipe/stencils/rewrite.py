@@ -10,7 +10,10 @@ scalars and the centre index ``(i0, i1, ...)``:
 * ``_sp_border``: reads through ``_sp_load_x``, which folds indices back into
   the array (or returns ``cval``) according to the boundary mode.
 
-Every read is widened (:mod:`.dtypes`). The output is Python source that the
+Every read is widened (:mod:`.dtypes`), unless the kernel only selects among
+the values it reads (min, max, comparisons: a median or a dilation): nothing can
+overflow then, and narrow reads vectorise with 4-8x more SIMD lanes (uint8:
+32 per AVX2 vector instead of 4). The output is Python source that the
 CPU and CUDA generators both decorate with their own ``device`` decorator, so
 the two targets share everything but the loop nest.
 """
@@ -149,7 +152,7 @@ def _load_function(array: str, ndim: int, wide: str, mode: str) -> str:
     lines = ["@device", f"def _sp_load_{array}({args}):"]
     if mode == "constant":
         outside = " or ".join(f"{j} < 0 or {j} >= {array}.shape[{d}]" for d, j in enumerate(js))
-        lines += [f"    if {outside}:", "        return _sp_cval"]
+        lines += [f"    if {outside}:", f"        return _sp_np.{wide}(_sp_cval)"]
         index = ", ".join(js)
     else:
         index = ", ".join(f"_sp_fold({j}, {array}.shape[{d}])" for d, j in enumerate(js))
@@ -179,7 +182,11 @@ def point_functions(
     first_line : int
         Line number the returned source will start at in its module (for the line map).
     """
-    wide = {a: wide_type_name(d) for a, d in zip(info.array_params, in_dtypes)}
+    body = unroll_constant_loops(info.body, env)
+    selects = selects_only(body, info.array_params)
+    wide = {
+        a: d.name if selects else wide_type_name(d) for a, d in zip(info.array_params, in_dtypes)
+    }
     centre = index_names(info.ndim)
     scalars = list(info.scalar_params)
     arrays = list(info.array_params)
@@ -195,7 +202,6 @@ def point_functions(
     def next_line() -> int:
         return first_line + sum(c.count("\n") + 2 for c in chunks)
 
-    body = unroll_constant_loops(info.body, env)
     interior = _point_function(
         info, body, "_sp_interior", arrays + scalars + centre, wide, False, next_line() - 1
     )
@@ -207,6 +213,46 @@ def point_functions(
     )
     add(border.source, border.line_map)
     return PointSource("\n\n".join(chunks) + "\n", line_map)
+
+
+#: Expressions that pass values on without computing new ones (see :func:`selects_only`).
+_SELECTING = (
+    ast.Name,
+    ast.Constant,
+    ast.Tuple,
+    ast.Compare,
+    ast.BoolOp,
+    ast.IfExp,
+    ast.Load,
+    ast.Store,
+    ast.cmpop,
+    ast.boolop,
+    ast.Assign,
+    ast.Return,
+    ast.If,
+)
+
+
+def selects_only(body: list[ast.stmt], arrays: tuple[str, ...]) -> bool:
+    """True when ``body`` (loops unrolled) only reads, compares and picks values.
+
+    Reads of ``arrays``, ``min``/``max`` calls, comparisons, conditionals and
+    assignments; no arithmetic (``-x[0]`` on uint8 would wrap), no other call.
+    Such a kernel's result is one of the values it read (or a constant), so its
+    reads need no widening.
+    """
+
+    def selecting(node: ast.AST) -> bool:
+        if isinstance(node, ast.Subscript):
+            return isinstance(node.value, ast.Name) and node.value.id in arrays
+        if isinstance(node, ast.Call):
+            calls_min_max = isinstance(node.func, ast.Name) and node.func.id in ("min", "max")
+            return calls_min_max and not node.keywords and all(map(selecting, node.args))
+        return isinstance(node, _SELECTING) and all(
+            selecting(child) for child in ast.iter_child_nodes(node)
+        )
+
+    return all(selecting(statement) for statement in body)
 
 
 def _literal(value: Any) -> str | None:
