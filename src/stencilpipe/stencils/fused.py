@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .codegen_cpu import work_rows
-from .threads import run_rows
+from .threads import run_rows, threads_here
 
 if TYPE_CHECKING:
     from .stencil import CompiledKernel
@@ -66,12 +66,15 @@ class Pass:
     cval: Any
 
 
-def strip_rows(passes: Sequence[Pass], row_elements: int, rows: int) -> int:
-    """Rows per strip: the largest scratch buffer stays within :data:`STRIP_BYTES`."""
+def strip_rows(passes: Sequence[Pass], row_elements: int, rows: int, frames: int = 1) -> int:
+    """Rows per strip: the largest scratch buffer stays within :data:`STRIP_BYTES`, and
+    ``frames`` frames give every thread at least two strips."""
     widest = max(p.out_dtype.itemsize for p in passes[:-1])
     halo = sum(2 * max(p.halo) for p in passes)
     fit = STRIP_BYTES // max(1, widest * row_elements) - halo
-    return max(1, min(rows, max(MIN_STRIP_ROWS, fit)))
+    per_frame = -(-2 * threads_here() // frames)
+    shared = -(-rows // per_frame)
+    return max(1, min(rows, max(MIN_STRIP_ROWS, min(fit, shared))))
 
 
 def run_passes(passes: Sequence[Pass], x: np.ndarray, out: np.ndarray) -> None:
@@ -91,15 +94,18 @@ def run_passes(passes: Sequence[Pass], x: np.ndarray, out: np.ndarray) -> None:
         step.kernel(x, out, step.cval, rows=work_rows(out.shape))
         return
     rows = x.shape[1]
-    height = strip_rows(passes, int(np.prod(x.shape[2:], dtype=np.int64)), rows)
+    height = strip_rows(passes, int(np.prod(x.shape[2:], dtype=np.int64)), rows, x.shape[0])
     strips = -(-rows // height)
     # Rows each pass must deliver beyond the strip, on both sides: the reach of the passes
     # after it (see _reach).
     margins = [sum(_reach(p) for p in passes[k + 1 :]) for k in range(len(passes))]
     plan = _StripPlan(passes, height, strips, margins)
-    # The first strip runs alone, in this thread: it compiles (with readable errors).
-    plan.run(x, out, 0, 1)
-    run_rows(plan.run, (x, out), x.shape[0] * strips, start=1, min_rows=2)
+    first = 0
+    if not all(step.kernel.ready for step in passes):
+        # The first strip runs alone, in this thread: it compiles (with readable errors).
+        plan.run(x, out, 0, 1)
+        first = 1
+    run_rows(plan.run, (x, out), x.shape[0] * strips, start=first, min_rows=1)
 
 
 def _reach(step: Pass) -> int:

@@ -316,6 +316,11 @@ class CompiledKernel:
             return
         self.run(*args, start=0, stop=rows)
 
+    @property
+    def ready(self) -> bool:
+        """True once :meth:`run` has run (and so compiled) in this process."""
+        return self._ran
+
     def run(self, *args: Any, start: int, stop: int) -> None:
         """Run the CPU loop nest over rows ``[start, stop)`` in this thread."""
         if self._ran:  # checked first: Numba's ``signatures`` costs microseconds per call

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-__all__ = ["get_num_threads", "set_num_threads", "run_rows", "single_threaded"]
+__all__ = ["get_num_threads", "run_rows", "set_num_threads", "single_threaded", "threads_here"]
 
 #: Rows below which a thread is not worth starting.
 _MIN_ROWS_PER_THREAD = 16
@@ -34,6 +34,11 @@ def single_threaded() -> Iterator[None]:
         yield
     finally:
         _local.single = previous
+
+
+def threads_here() -> int:
+    """Threads a stencil call made in this thread may use now (1 inside :func:`single_threaded`)."""
+    return 1 if getattr(_local, "single", False) else _threads
 
 
 def get_num_threads() -> int:
@@ -74,8 +79,7 @@ def run_rows(
     rows = stop - start
     if rows <= 0:
         return
-    threads = 1 if getattr(_local, "single", False) else _threads
-    pieces = min(threads, max(1, rows // min_rows))
+    pieces = min(threads_here(), max(1, rows // min_rows))
     if pieces == 1:
         kernel(*args, start, stop)
         return
