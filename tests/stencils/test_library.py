@@ -100,3 +100,15 @@ def test_bad_parameters_are_refused():
         sp.library.mean(0)
     with pytest.raises(ValueError, match="axis=2"):
         sp.library.sobel(2)
+
+
+@pytest.mark.parametrize("count", [3, 5, 9, 25, 49, 81, 2, 4, 16, 64])
+def test_a_mean_multiplies_by_the_reciprocal_only_where_rounding_cannot_tell(count):
+    """library._divided_by: for every sum of 16-bit values, rint(sum * (1/count)) equals
+    rint(sum / count) whenever a multiplication is generated."""
+    from stencilpipe.library import _divided_by
+
+    sums = np.arange(65535 * count + 1, dtype=np.float64)
+    assert "*" in _divided_by(count)
+    np.testing.assert_array_equal(np.rint(sums * (1 / count)), np.rint(sums / count))
+    assert "/" in _divided_by(6) and "/" in _divided_by(10)
