@@ -39,3 +39,29 @@ def test_integer_chunks_are_frames_per_chunk(tmp_path):
         }
     )
     assert plan(config).stack.chunks[0] == (3, 2)
+
+
+def test_fuse_false_runs_the_stages_one_by_one_to_the_same_result(tmp_path):
+    import dask
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    for index in range(3):
+        tifffile.imwrite(folder / f"f{index}.tif", rng.integers(0, 256, (40, 30), np.uint8))
+    results = {}
+    for fuse in (True, False):
+        config = parse_config(
+            {
+                "input": str(folder),
+                "output": str(tmp_path / f"out-{fuse}"),
+                "stages": [{"gaussian": {"sigma": 1.0}}, "mean", {"sobel": {"axis": 0}}],
+                "fuse": fuse,
+            }
+        )
+        work = plan(config)
+        assert work.result.dask is not None and work.config.fuse is fuse
+        assert ("unfused" in work.describe()) is not fuse
+        with dask.config.set(scheduler="sync"):
+            results[fuse] = work.result.compute()
+    np.testing.assert_array_equal(results[True], results[False])

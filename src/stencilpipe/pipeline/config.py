@@ -276,6 +276,8 @@ class PipelineConfig(_Strict):
     #: Leave out unreadable or mismatched input files (listed) instead of stopping.
     skip_bad: bool = False
     compression: str | None = None
+    #: Run the stages over cache-sized row strips (see :mod:`stencilpipe.stencils.fused`).
+    fuse: bool = True
     #: Directory that stencil files (``file.py:name``) are looked up in: the config file's.
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
 

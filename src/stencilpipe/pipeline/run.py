@@ -60,7 +60,7 @@ class Plan:
         return (
             f"input:   {self.config.input}: {self.info.frames} frames "
             f"{tuple(self.stack.shape)} {self.stack.dtype}, chunks {self.stack.chunksize}\n"
-            f"stages:  {stages} (on {self.backend})\n"
+            f"stages:  {stages} (on {self.backend}, {'fused' if self.config.fuse else 'unfused'})\n"
             f"output:  {self.config.output} "
             f"({'resume' if self.config.resume else 'overwrite'})\n"
             f"graph:   {len(self.report().__dask_graph__())} tasks"

@@ -101,6 +101,6 @@ def build_chain(config: PipelineConfig) -> Chain:
         except (StencilpipeError, ValueError, TypeError) as exc:
             raise ConfigError(f"stages.{index}.{name}: {exc}") from None
     try:
-        return chain(*stencils)
+        return chain(*stencils, fuse=config.fuse)
     except StencilpipeError as exc:
         raise ConfigError(f"stages: {exc}") from None
