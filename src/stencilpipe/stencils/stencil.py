@@ -57,6 +57,10 @@ class Stencil:
         Fill value of the ``constant`` mode.
     dtype : numpy.dtype or None
         Output dtype; None means the input's.
+    passes : tuple of Stencil or None
+        For a separable filter (the library's mean and gaussian), its 1-D passes, one
+        per axis, which the CPU runs instead of the 2-D kernel under reflect, mirror and
+        nearest (see :meth:`strip_passes`); None for other stencils.
     """
 
     def __init__(
@@ -78,8 +82,6 @@ class Stencil:
         self.cval = cval
         self.dtype = None if dtype is None else check_dtype(dtype, f"dtype= of {self.info.name!r}")
         self._compiled: dict[tuple, CompiledKernel] = {} if _compiled is None else _compiled
-        #: Cheaper kernels (1-D passes of a separable filter) that give the same result when
-        #: run one after another; see :meth:`strip_passes`.
         self.passes = _passes
         functools.update_wrapper(self, func, updated=())
 
