@@ -96,7 +96,7 @@ def mean(size: int | Sequence[int] = 3, *, ndim: int = 2, **options: Any) -> Ste
         {_along(d, o, ndim): 1.0 for o in range(first, last + 1)}
         for d, (first, last) in enumerate(window)
     ]
-    return _separable("mean", source, sums, options, divisor=count)
+    return _separable("mean", source, sums, options, divisor=count, narrow=_exact_in_float32(count))
 
 
 def _divided_by(count: int) -> str:
@@ -111,6 +111,23 @@ def _divided_by(count: int) -> str:
     if count % 2 or count & (count - 1) == 0:
         return f" * {1 / count!r}"
     return f" / {count}"
+
+
+def _exact_in_float32(count: int) -> frozenset[np.dtype]:
+    """Integer dtypes whose mean over ``count`` elements float32 rounds exactly as float64.
+
+    The sums are integers below 2**24, exact in float32. Scaling by ``float32(1 / count)``
+    is off by at most about ``2**-23`` relatively. For an odd count or a power of two (see
+    :func:`_divided_by`) the true mean is never within ``1 / (2 * count)`` of a rounding
+    tie, so the rounded result is the same while ``max|x| * 2**-23 < 1 / (2 * count)``.
+    (tests/stencils/test_library.py checks every sum.)
+    """
+    if "*" not in _divided_by(count):
+        return frozenset()
+    dtypes = {np.dtype(np.uint8), np.dtype(np.int8)}
+    if count < 64:
+        dtypes |= {np.dtype(np.uint16), np.dtype(np.int16)}
+    return frozenset(dtypes)
 
 
 def _gaussian_weights(sigma: float, truncate: float) -> np.ndarray:
@@ -164,37 +181,68 @@ def _separable(
     passes: list[dict[tuple[int, ...], float]],
     options: dict,
     divisor: int | None = None,
+    narrow: frozenset[np.dtype] = frozenset(),
 ) -> Stencil:
     """The stencil of ``source``, with its 1-D passes (weighted sums, one per axis, axis 0
     first; the last one divided by ``divisor``) attached for the CPU to run over row
     strips (:mod:`stencilpipe.stencils.fused`).
 
-    The passes' intermediates are float64; only the last pass stores the output dtype.
+    The passes compute in float64, with float64 intermediates; for inputs of a dtype in
+    ``narrow``, in float32 (twice the SIMD lanes), which the caller knows gives the same
+    result. Only the last pass stores the output dtype.
     """
     whole = _from_source(name, source, {}, **options)
     if len(passes) < 2:
         return whole
-    steps = []
-    for d, terms in enumerate(passes):
-        step = f"{name}_axis{d}"
-        body = _weighted_sum(step, terms)
-        if divisor is not None and d == len(passes) - 1:
-            body = body.replace("    return total\n", f"    return total{_divided_by(divisor)}\n")
-        steps.append(_from_source(step, body, {}, dtype=np.float64))
-    whole.passes = tuple(steps)
+    wide = _pass_stencils(name, passes, divisor, "float64")
+    whole.passes = {None: wide}
+    if narrow:
+        float32 = _pass_stencils(name, passes, divisor, "float32")
+        whole.passes.update(dict.fromkeys(narrow, float32))
     return whole
 
 
-def _weighted_sum(name: str, terms: dict[tuple[int, ...], float]) -> str:
+def _pass_stencils(
+    name: str, passes: list[dict[tuple[int, ...], float]], divisor: int | None, float_type: str
+) -> tuple[Stencil, ...]:
+    """One stencil per 1-D pass, computing (and passing on) ``float_type``."""
+    steps = []
+    for d, terms in enumerate(passes):
+        step = f"{name}_axis{d}_{float_type}"
+        body = _weighted_sum(step, terms, float_type)
+        if divisor is not None and d == len(passes) - 1:
+            scale = _divided_by(divisor)
+            if float_type != "float64":
+                scale = f" * np.{float_type}({1 / divisor!r})"
+            body = body.replace("    return total\n", f"    return total{scale}\n")
+        steps.append(_from_source(step, body, {}, dtype=np.dtype(float_type)))
+    return tuple(steps)
+
+
+def _weighted_sum(
+    name: str, terms: dict[tuple[int, ...], float], float_type: str = "float64"
+) -> str:
     """Kernel source returning ``sum(weight * x[offset])``, a statement per nonzero term.
 
     Statements rather than one long expression: a 9x9x9 gaussian has 729 terms,
-    and an expression that long nests too deep for Python's parser.
+    and an expression that long nests too deep for Python's parser. With a
+    ``float_type`` other than float64 every value is cast to it (a Python float
+    would promote the sum back to float64).
     """
-    start = "0.0" if any(isinstance(w, float) for w in terms.values()) else "0"
-    lines = [
-        f"    total += {w!r} * x[{', '.join(map(str, offset))}]" for offset, w in terms.items() if w
-    ]
+    if float_type == "float64":
+        start = "0.0" if any(isinstance(w, float) for w in terms.values()) else "0"
+
+        def term(w: float, read: str) -> str:
+            return f"{w!r} * {read}"
+    else:
+        start = f"np.{float_type}(0.0)"
+
+        def term(w: float, read: str) -> str:
+            value = f"np.{float_type}({read})"
+            return value if w == 1 else f"np.{float_type}({w!r}) * {value}"
+
+    reads = {offset: "x[" + ", ".join(map(str, offset)) + "]" for offset in terms}
+    lines = [f"    total += {term(w, reads[offset])}" for offset, w in terms.items() if w]
     return f"def {name}(x):\n    total = {start}\n" + "\n".join(lines) + "\n    return total\n"
 
 

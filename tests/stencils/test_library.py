@@ -112,3 +112,32 @@ def test_a_mean_multiplies_by_the_reciprocal_only_where_rounding_cannot_tell(cou
     assert "*" in _divided_by(count)
     np.testing.assert_array_equal(np.rint(sums * (1 / count)), np.rint(sums / count))
     assert "/" in _divided_by(6) and "/" in _divided_by(10)
+
+
+@pytest.mark.parametrize("count", [3, 9, 25, 49, 63, 81, 121, 4, 64])
+def test_float32_means_round_like_float64_for_the_dtypes_that_get_them(count):
+    """library._exact_in_float32: for every sum of ``count`` values of each dtype it
+    allows, float32 arithmetic rounds to the same integer as float64."""
+    from stencilpipe.library import _exact_in_float32
+
+    allowed = _exact_in_float32(count)
+    assert np.dtype(np.uint8) in allowed and (np.dtype(np.uint16) in allowed) == (count < 64)
+    for dtype in allowed:
+        info = np.iinfo(dtype)
+        sums = np.arange(info.min * count, info.max * count + 1, dtype=np.int64)
+        exact = np.rint(sums / count)
+        narrow = np.rint(sums.astype(np.float32) * np.float32(1 / count))
+        np.testing.assert_array_equal(narrow, exact)
+
+
+def test_the_uint8_mean_computes_in_float32_and_equals_the_float64_kernel():
+    x = RNG.integers(0, 256, (3, 37, 29), dtype=np.uint8)
+    mean = sp.library.mean(3)
+    (narrow, *_), (wide, *_) = (
+        mean.strip_passes(x.dtype, x.dtype, "reflect", 0),
+        mean.strip_passes(np.dtype(np.float64), np.dtype(np.float64), "reflect", 0),
+    )
+    assert narrow.out_dtype == np.float32 and wide.out_dtype == np.float64
+    full = mean.with_options()
+    full.passes = None
+    np.testing.assert_array_equal(mean(x), full(x))

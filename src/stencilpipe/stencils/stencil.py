@@ -57,10 +57,11 @@ class Stencil:
         Fill value of the ``constant`` mode.
     dtype : numpy.dtype or None
         Output dtype; None means the input's.
-    passes : tuple of Stencil or None
+    passes : dict or None
         For a separable filter (the library's mean and gaussian), its 1-D passes, one
         per axis, which the CPU runs instead of the 2-D kernel under reflect, mirror and
-        nearest (see :meth:`strip_passes`); None for other stencils.
+        nearest (see :meth:`strip_passes`): a tuple of stencils per input dtype that has
+        passes of its own, and under the key None for the others. None for other stencils.
     """
 
     def __init__(
@@ -73,7 +74,7 @@ class Stencil:
         neighborhood: tuple[tuple[int, int], ...] | None = None,
         _info: KernelInfo | None = None,
         _compiled: dict | None = None,
-        _passes: tuple[Stencil, ...] | None = None,
+        _passes: dict[np.dtype | None, tuple[Stencil, ...]] | None = None,
     ):
         self.func = func
         self.info = _info if _info is not None else analyse_kernel(func, neighborhood)
@@ -239,7 +240,9 @@ class Stencil:
         pass along one axis are then those of the whole filter. Under ``constant`` or
         ``wrap``, or when the stencil reads several arrays or scalars, it is one pass.
         """
-        kernels = self.passes if self.passes and mode not in ("constant", "wrap") else (self,)
+        kernels: tuple[Stencil, ...] = (self,)
+        if self.passes and mode not in ("constant", "wrap"):
+            kernels = self.passes.get(in_dtype) or self.passes[None]
         passes, dtype = [], in_dtype
         for k, kernel in enumerate(kernels):
             next_dtype = out_dtype if k == len(kernels) - 1 else kernel.dtype
