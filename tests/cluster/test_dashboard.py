@@ -50,7 +50,9 @@ def hold_last_frame(block: np.ndarray, event: str, block_info=None) -> np.ndarra
 
     info = block_info[0]
     if info["chunk-location"][0] == info["num-chunks"][0] - 1:
-        Event(event).wait(timeout=120)
+        # Longer than any wait of the test (which sets the event when done, or fails):
+        # released early, the held frame would be written before the test sees it held.
+        Event(event).wait(timeout=900)
     return block
 
 
@@ -146,7 +148,9 @@ def test_status_page_shows_the_running_pipelines_tasks(tmp_path):
 
     cluster = LocalCluster(
         n_workers=2,
-        threads_per_worker=1,
+        # Two threads each: the worker that holds the last frame still runs the frames
+        # queued behind it (under load, work stealing can leave them there).
+        threads_per_worker=2,
         processes=True,
         host="127.0.0.1",
         dashboard_address="127.0.0.1:0",
