@@ -12,16 +12,21 @@ def write_stack(folder, frames):
         tifffile.imwrite(folder / f"f{index}.tif", np.full((16, 16), index, np.uint8))
 
 
-def test_auto_chunks_give_every_worker_thread_several_chunks(tmp_path):
-    write_stack(tmp_path / "in", 10)
-    config = parse_config(
+def config_for(tmp_path, output="out", stages=("mean",), **keys):
+    """The config of a run from ``tmp_path/in`` to ``tmp_path/<output>``."""
+    return parse_config(
         {
             "input": str(tmp_path / "in"),
-            "output": str(tmp_path / "out"),
-            "stages": ["mean"],
-            "cluster": {"n_workers": 2, "threads_per_worker": 1},
+            "output": str(tmp_path / output),
+            "stages": list(stages),
+            **keys,
         }
     )
+
+
+def test_auto_chunks_give_every_worker_thread_several_chunks(tmp_path):
+    write_stack(tmp_path / "in", 10)
+    config = config_for(tmp_path, cluster={"n_workers": 2, "threads_per_worker": 1})
     work = plan(config)
     assert max(work.stack.chunks[0]) == 2  # ceil(10 frames / (4 chunks x 2 threads))
     assert not (tmp_path / "out").exists()
@@ -30,14 +35,7 @@ def test_auto_chunks_give_every_worker_thread_several_chunks(tmp_path):
 
 def test_integer_chunks_are_frames_per_chunk(tmp_path):
     write_stack(tmp_path / "in", 5)
-    config = parse_config(
-        {
-            "input": str(tmp_path / "in"),
-            "output": str(tmp_path / "out"),
-            "stages": ["mean"],
-            "chunks": 3,
-        }
-    )
+    config = config_for(tmp_path, chunks=3)
     assert plan(config).stack.chunks[0] == (3, 2)
 
 
@@ -51,14 +49,8 @@ def test_fuse_false_runs_the_stages_one_by_one_to_the_same_result(tmp_path):
         tifffile.imwrite(folder / f"f{index}.tif", rng.integers(0, 256, (40, 30), np.uint8))
     results = {}
     for fuse in (True, False):
-        config = parse_config(
-            {
-                "input": str(folder),
-                "output": str(tmp_path / f"out-{fuse}"),
-                "stages": [{"gaussian": {"sigma": 1.0}}, "mean", {"sobel": {"axis": 0}}],
-                "fuse": fuse,
-            }
-        )
+        stages = [{"gaussian": {"sigma": 1.0}}, "mean", {"sobel": {"axis": 0}}]
+        config = config_for(tmp_path, f"out-{fuse}", stages, fuse=fuse)
         work = plan(config)
         assert work.result.dask is not None and work.config.fuse is fuse
         assert ("unfused" in work.describe()) is not fuse

@@ -167,3 +167,16 @@ def test_intermediates_are_not_materialised():
     frame = x.nbytes  # 32 MiB; each thread's strips take up to STRIP_BYTES per pass
     assert peaks["fused"] < 1.5 * frame, peaks
     assert peaks["one by one"] >= 2 * frame, peaks
+
+
+def test_precompiling_a_separable_filter_compiles_its_passes_not_the_2d_kernel():
+    """The pipeline precompiles its stages in the client: only what a call runs."""
+    mean = sp.library.mean(3)
+    uint8 = np.dtype(np.uint8)
+    assert mean.precompile(uint8) == uint8
+    steps = mean.strip_passes(uint8, uint8, "reflect", 0)
+    assert len(steps) == 2 and all(step.kernel.apply.signatures for step in steps)
+    assert ("cpu", (uint8,), uint8, "reflect") not in mean._compiled
+    wrapped = sp.library.mean(3, boundary="wrap")  # wrap runs the 2-D kernel: compiled
+    wrapped.precompile(uint8)
+    assert ("cpu", (uint8,), uint8, "wrap") in wrapped._compiled

@@ -94,17 +94,22 @@ class Chain:
             block = stage(block)
         return block
 
+    def _dtypes(self, dtype: Any) -> list[np.dtype]:
+        """The input dtype of each stage, then the chain's output dtype."""
+        dtypes = [check_dtype(dtype, f"{self.name}: input")]
+        for stage in self.stages:
+            dtypes.append(result_dtype([dtypes[-1]], stage.dtype))
+        return dtypes
+
     def _run_fused(self, block: np.ndarray) -> np.ndarray:
         """All stages in one pass over row strips (see :mod:`.fused`)."""
-        dtype = check_dtype(block.dtype, f"{self.name}: input")
+        dtypes = self._dtypes(block.dtype)
         passes = []
-        for stage in self.stages:
-            out_dtype = result_dtype([dtype], stage.dtype)
+        for stage, dtype, out_dtype in zip(self.stages, dtypes, dtypes[1:]):
             passes += stage.strip_passes(dtype, out_dtype, stage.boundary, stage.cval)
-            dtype = out_dtype
         core = block.shape[block.ndim - self.ndim :]
         frames = np.ascontiguousarray(block).reshape(-1, *core)
-        out = np.empty(frames.shape, dtype)
+        out = np.empty(frames.shape, dtypes[-1])
         run_passes(passes, frames, out)
         return out.reshape(block.shape)
 
@@ -116,9 +121,7 @@ class Chain:
         """Apply every stage to ``array`` (NumPy or Dask)."""
         if not is_dask_array(array):
             return self._run_stages(array)
-        dtype = np.dtype(array.dtype)
-        for stage in self.stages:
-            dtype = stage.dtype if stage.dtype is not None else check_dtype(dtype, stage.name)
+        dtype = self._dtypes(array.dtype)[-1]
         wraps = {stage.boundary == "wrap" for stage in self.stages}
         if len(wraps) > 1:
             for stage in self.stages:

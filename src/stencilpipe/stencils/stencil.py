@@ -253,21 +253,26 @@ class Stencil:
         return passes
 
     def precompile(self, dtype: Any) -> np.dtype:
-        """Compile the CPU kernel for one input ``dtype`` without running it; return the
-        output dtype. Raises the :class:`KernelError` a first call would raise."""
+        """Compile the CPU kernel(s) a call on input ``dtype`` runs, without running them;
+        return the output dtype. Raises the :class:`KernelError` a first call would raise.
+
+        A separable filter compiles its passes (see :meth:`strip_passes`), not the 2-D
+        kernel that the CPU then never runs.
+        """
         dtype = check_dtype(dtype, f"{self.name}: input")
         out_dtype = self.dtype or dtype
-        in_dtypes = (dtype,) * len(self.info.array_params)
         frame = np.empty((1,) * (self.ndim + 1), dtype)
+        if self.passes:
+            for step in self.strip_passes(dtype, out_dtype, self.boundary, self.cval):
+                target = np.empty_like(frame, step.out_dtype)
+                step.kernel.compile([frame, target, step.cval, 0, 1])
+                frame = target
+            return out_dtype
+        in_dtypes = (dtype,) * len(self.info.array_params)
         args = [frame] * len(in_dtypes) + [np.empty_like(frame, out_dtype)]
         args += [self.info.scalar_defaults.get(name, 0) for name in self.info.scalar_params]
         args += fill_values(self.cval, list(in_dtypes), self.name) + [0, 1]
         self.compiled(in_dtypes, out_dtype, self.boundary).compile(args)
-        if self.passes:
-            for step in self.strip_passes(dtype, out_dtype, self.boundary, self.cval):
-                frame = np.empty_like(frame, step.out_dtype)
-                step.kernel.compile([args[0], frame, step.cval, 0, 1])
-                args[0] = frame
         return out_dtype
 
     def generated_source(self, dtype: Any, *, boundary: str | None = None) -> str:
@@ -316,7 +321,7 @@ class CompiledKernel:
 
     def __call__(self, *args: Any, rows: int) -> None:
         """Run the CPU loop nest over ``rows`` rows; the first call compiles, in this thread."""
-        if self.apply.signatures:
+        if self._ran:
             run_rows(self.apply, args, rows)
             return
         self.run(*args, start=0, stop=rows)
@@ -328,7 +333,7 @@ class CompiledKernel:
 
     def run(self, *args: Any, start: int, stop: int) -> None:
         """Run the CPU loop nest over rows ``[start, stop)`` in this thread."""
-        if self._ran:  # checked first: Numba's ``signatures`` costs microseconds per call
+        if self._ran:  # not Numba's ``signatures``, which costs ~10 us per call
             self.apply(*args, start, stop)
             return
         with self.errors_translated():
