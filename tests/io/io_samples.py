@@ -27,4 +27,5 @@ def write_pngs(folder: Path, names: list[str], dtype=np.uint8) -> list[np.ndarra
 
 
 def files_in(folder: Path) -> list[str]:
-    return sorted(os.listdir(folder))
+    """The names in ``folder``, but for stencilpipe's state (lock, provenance records)."""
+    return sorted(name for name in os.listdir(folder) if name != ".stencilpipe")

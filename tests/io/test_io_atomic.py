@@ -36,7 +36,7 @@ def test_stale_temps_of_other_runs_go_and_this_runs_stay(tmp_path):
     lookalikes = [tmp_path / ".c.tif.tmp", tmp_path / f"d.tif.{other}-{other}.tmp"]
     for path in [mine, stale, *lookalikes]:
         path.write_bytes(b"x")
-    assert remove_stale_temps(tmp_path, this) == 1
+    assert remove_stale_temps(tmp_path, {this}) == 1
     assert not stale.exists() and mine.exists() and all(p.exists() for p in lookalikes)
 
 

@@ -9,7 +9,7 @@
 >>> print(imsave(stack + 1, os.path.join(folder, "out")))  # doctest: +ELLIPSIS
 /.../out: wrote 2 frames (...)
 >>> sorted(os.listdir(os.path.join(folder, "out")))
-['00000.tif', '00001.tif']
+['.stencilpipe', '00000.tif', '00001.tif']
 """
 
 from .errors import TargetError

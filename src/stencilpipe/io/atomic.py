@@ -7,17 +7,24 @@ one behind, which :func:`remove_own_temps` deletes when its run ends (and
 :func:`remove_stale_temps` when the next run starts, if its run never ended).
 
 The ``run`` part of the name tells runs apart, so that cleaning up stale files (which a
-cluster may repeat when a worker dies) never deletes the files its own run is writing.
+cluster may repeat when a worker dies) never deletes the files of a run still writing: its
+own, and that of the live run holding the output's lock (:mod:`stencilpipe.io.lock`).
+
+A full file system is not a fault of one file: :func:`write_atomic` raises
+:class:`~stencilpipe.io.errors.NoSpaceLeft` for it, which a runner stops the whole write on.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import BinaryIO
+
+from .errors import NoSpaceLeft
 
 __all__ = ["new_run", "remove_own_temps", "remove_stale_temps", "write_atomic"]
 
@@ -33,6 +40,8 @@ def write_atomic(
     path: str | os.PathLike[str], write: Callable[[BinaryIO], object], *, run: str | None = None
 ) -> int:
     """Call ``write(fh)`` on a temporary file, then move it to ``path``; return its size.
+
+    Raises :class:`~stencilpipe.io.errors.NoSpaceLeft` when the file system is full.
 
     Examples
     --------
@@ -52,19 +61,21 @@ def write_atomic(
             os.fsync(fh.fileno())
             size = os.fstat(fh.fileno()).st_size
         os.replace(temp, final)
-    except BaseException:
+    except BaseException as exc:
         temp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise NoSpaceLeft(str(final.parent)) from None
         raise
     return size
 
 
-def remove_stale_temps(directory: str | os.PathLike[str], run: str) -> int:
-    """Delete the temporary files that runs other than ``run`` left in ``directory``.
+def remove_stale_temps(directory: str | os.PathLike[str], keep: Collection[str]) -> int:
+    """Delete the temporary files in ``directory`` of runs other than those in ``keep``.
 
-    Returns how many were deleted. Another run still writing into ``directory`` loses its
-    temporary files (and fails): give concurrent writes distinct targets.
+    Returns how many were deleted. ``keep`` names the runs still writing (this one, and
+    the holder of the output's lock).
     """
-    return _remove_temps(directory, lambda owner: owner != run)
+    return _remove_temps(directory, lambda owner: owner not in keep)
 
 
 def remove_own_temps(directory: str | os.PathLike[str], run: str) -> int:

@@ -1,10 +1,10 @@
 """What every write shares: which frame blocks to compute, and the report it returns.
 
-A write is planned on the client from file names alone: outputs that already exist mark
-their frames done, and only the blocks (groups of frames along the first axis) that still
-have a missing frame enter the graph. Each block task writes its own frames and returns
-the bytes it wrote; a last task sums them into a :class:`WriteReport`. No frame ever
-travels to the client.
+A write is planned on the client: outputs that exist and whose provenance record still holds
+(:mod:`stencilpipe.io.provenance`) mark their frames done, and only the blocks (groups of
+frames along the first axis) that still have a frame to write enter the graph. Each block
+task writes its own frames and returns the bytes it wrote; a last task sums them into a
+:class:`WriteReport`. No frame ever travels to the client.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from dask.delayed import Delayed
 from dask.utils import format_bytes
 
 from .atomic import remove_own_temps
+from .provenance import records_dir
 
 __all__ = [
     "PendingWrite",
@@ -42,12 +43,19 @@ class WriteReport:
     frames_written : int
         Frames computed and written by this call.
     frames_skipped : int
-        Frames not computed because their output already existed (``overwrite=False``).
+        Frames not computed because their output was kept: it exists, its provenance
+        matches and its bytes verify (``overwrite=False``).
     bytes_written : int
         Size of the files written; for a Zarr target, the uncompressed size of the frames
         written.
     files : tuple of str
         The files written (for a Zarr target, the store when anything was written).
+    frames_stale : int
+        Frames written again (among ``frames_written``) because their output was made by
+        another computation or from other inputs.
+    frames_damaged : int
+        Frames written again because their output's bytes did not verify (truncated,
+        changed).
     """
 
     target: str
@@ -55,13 +63,23 @@ class WriteReport:
     frames_skipped: int
     bytes_written: int
     files: tuple[str, ...]
+    frames_stale: int = 0
+    frames_damaged: int = 0
+
+    @property
+    def frames_kept(self) -> int:
+        """Frames whose output was kept (``frames_skipped``)."""
+        return self.frames_skipped
 
     def __str__(self) -> str:
         kept = f", kept {self.frames_skipped} that existed" if self.frames_skipped else ""
+        counts = ((self.frames_stale, "stale"), (self.frames_damaged, "damaged"))
+        again = [f"{n} {kind}" for n, kind in counts if n]
+        redone = f" (recomputed {' and '.join(again)})" if again else ""
         frames = "frame" if self.frames_written == 1 else "frames"
         return (
             f"{self.target}: wrote {self.frames_written} {frames} "
-            f"({format_bytes(self.bytes_written)}){kept}"
+            f"({format_bytes(self.bytes_written)}){kept}{redone}"
         )
 
 
@@ -82,22 +100,40 @@ def to_numpy(block: object) -> np.ndarray:
 
 
 def _report(
-    status: np.ndarray | None, target: str, files: tuple[str, ...], written: int, skipped: int
+    status: np.ndarray | None,
+    target: str,
+    files: tuple[str, ...],
+    written: int,
+    skipped: int,
+    recomputed: tuple[int, int],
 ) -> WriteReport:
     nbytes = 0 if status is None else int(np.sum(status))
-    return WriteReport(target, written, skipped, nbytes, files)
+    return WriteReport(target, written, skipped, nbytes, files, *recomputed)
 
 
 def lazy_report(
-    status: da.Array | None, target: str, files: Sequence[str], written: int, skipped: int
+    status: da.Array | None,
+    target: str,
+    files: Sequence[str],
+    written: int,
+    skipped: int,
+    recomputed: tuple[int, int] = (0, 0),
 ) -> Delayed:
-    """A delayed :class:`WriteReport` that depends on every block's ``status`` (bytes)."""
-    return dask.delayed(_report, pure=True)(status, target, tuple(files), written, skipped)
+    """A delayed :class:`WriteReport` that depends on every block's ``status`` (bytes);
+    ``recomputed`` counts the frames written again as stale and as damaged."""
+    return dask.delayed(_report, pure=True)(
+        status, target, tuple(files), written, skipped, recomputed
+    )
+
+
+def _remove_own_temps(directory: str, run: str) -> int:
+    """Remove the temporary files (outputs and records) that ``run`` left in ``directory``."""
+    return remove_own_temps(directory, run) + remove_own_temps(records_dir(directory), run)
 
 
 def _cleaned_up(report: WriteReport, directory: str, run: str) -> WriteReport:
     """``report``, once the temporary files of lost workers are gone (every block is done)."""
-    remove_own_temps(directory, run)
+    _remove_own_temps(directory, run)
     return report
 
 
@@ -126,6 +162,8 @@ class PendingWrite:
         The directory the files go to.
     run : str
         The id that this write's temporary files carry (see :mod:`stencilpipe.io.atomic`).
+    stale, damaged : int
+        Frames among ``files`` written again because their output was stale or damaged.
     """
 
     target: str
@@ -135,10 +173,19 @@ class PendingWrite:
     block_files: tuple[tuple[str, ...], ...]
     directory: str = ""
     run: str = ""
+    stale: int = 0
+    damaged: int = 0
 
     def report(self) -> Delayed:
         """A delayed :class:`WriteReport` of the whole write (and its :meth:`finish`)."""
-        report = lazy_report(self.status, self.target, self.files, len(self.files), self.skipped)
+        report = lazy_report(
+            self.status,
+            self.target,
+            self.files,
+            len(self.files),
+            self.skipped,
+            (self.stale, self.damaged),
+        )
         if self.status is None:
             return report
         return dask.delayed(_cleaned_up, pure=False)(report, self.directory, self.run)
@@ -148,7 +195,7 @@ class PendingWrite:
 
         Compute it once every block has finished (or failed); it returns how many it removed.
         """
-        return dask.delayed(remove_own_temps, pure=False)(self.directory, self.run)
+        return dask.delayed(_remove_own_temps, pure=False)(self.directory, self.run)
 
     def blocks(self) -> list[Delayed]:
         """One delayed status (bytes per frame) per block, in :attr:`block_files` order."""
@@ -159,4 +206,6 @@ class PendingWrite:
         done = [files for files, result in zip(self.block_files, results) if result is not None]
         nbytes = sum(int(np.sum(r)) for r in results if r is not None)
         written = tuple(f for files in done for f in files)
-        return WriteReport(self.target, len(written), self.skipped, nbytes, written)
+        return WriteReport(
+            self.target, len(written), self.skipped, nbytes, written, self.stale, self.damaged
+        )

@@ -175,7 +175,16 @@ def _open(
     if src.kind == "zarr":
         array = open_zarr(src.paths[0])
         array = array.rechunk(chunks or default_chunks(array.shape, array.dtype))
-        info = StackInfo(src.given, "zarr", src.paths, None, array.shape, array.dtype, array.chunks)
+        info = StackInfo(
+            src.given,
+            "zarr",
+            src.paths,
+            None,
+            array.shape,
+            array.dtype,
+            array.chunks,
+            stamps=(_store_stamp(src.paths[0]),),
+        )
         return array, info
     good, bad = _scan(src)
     if bad and (not skip_bad or not good):
@@ -196,8 +205,20 @@ def _open(
     )
     files = tuple(path for path, *_ in good)
     names = tuple(Path(path).stem for path in files) if src.kind == "files" else None
-    info = StackInfo(src.given, src.kind, files, names, shape, header.dtype, array.chunks, bad)
+    info = StackInfo(
+        src.given, src.kind, files, names, shape, header.dtype, array.chunks, bad, lazy.stamps
+    )
     return array, info
+
+
+def _store_stamp(store: str) -> tuple[int, int]:
+    """The total size and latest ``mtime_ns`` of the files of a Zarr store: its identity."""
+    size = latest = 0
+    for folder, _, names in os.walk(store):
+        for name in names:
+            stat = os.stat(os.path.join(folder, name))
+            size, latest = size + stat.st_size, max(latest, stat.st_mtime_ns)
+    return size, latest
 
 
 _Scanned = tuple[str, FrameReader, Header, tuple[int, int]]

@@ -16,7 +16,7 @@ import dask.array as da
 import numpy as np
 from dask.utils import format_bytes
 
-__all__ = ["StackInfo", "inputs_of", "register", "source_names"]
+__all__ = ["StackInfo", "frame_inputs", "inputs_of", "register", "source_names"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,10 @@ class StackInfo:
         The Dask chunks of the array.
     bad_files : tuple of (str, str)
         ``(path, reason)`` for each file left out by ``skip_bad=True``.
+    stamps : tuple of (int, int)
+        ``(size, mtime_ns)`` of each of ``files`` when it was opened (for ``"zarr"``, the
+        total size and latest ``mtime_ns`` of the store's files): the inputs' identity
+        that provenance records hold.
     """
 
     source: str
@@ -51,6 +55,7 @@ class StackInfo:
     dtype: np.dtype
     chunks: tuple[tuple[int, ...], ...]
     bad_files: tuple[tuple[str, str], ...] = ()
+    stamps: tuple[tuple[int, int], ...] = ()
 
     @property
     def frames(self) -> int:
@@ -100,6 +105,18 @@ def register(array: da.Array, info: StackInfo) -> None:
 def inputs_of(array: da.Array) -> list[StackInfo]:
     """The registered stacks that ``array`` is computed from (found in its graph's layers)."""
     return [_REGISTRY[name] for name in array.dask.layers if name in _REGISTRY]
+
+
+def frame_inputs(infos: list[StackInfo], frames: int) -> list[list[list]]:
+    """The identity ``[[path, size, mtime_ns], ...]`` of the inputs of each of ``frames`` frames.
+
+    A frame of a stack of files comes from its own file; otherwise (the pages of one TIFF,
+    a Zarr store, several stacks) every frame is taken to come from every input file.
+    """
+    if len(infos) == 1 and infos[0].kind == "files" and infos[0].frames == frames:
+        return [[[path, *stamp]] for path, stamp in zip(infos[0].files, infos[0].stamps)]
+    every = [[path, *stamp] for info in infos for path, stamp in zip(info.files, info.stamps)]
+    return [every] * frames
 
 
 def source_names(array: da.Array) -> list[str] | None:

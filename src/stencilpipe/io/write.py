@@ -2,14 +2,16 @@
 
 Frames are written by the tasks that compute them, each file under a temporary name that
 is renamed into place once complete (:mod:`stencilpipe.io.atomic`), so a killed or retried
-task never leaves a partial file behind. A rerun keeps the outputs that exist and computes
-only the blocks of frames that still miss one.
+task never leaves a partial file behind; each output then gets its provenance record
+(:mod:`stencilpipe.io.provenance`). A rerun keeps the outputs whose record matches and
+whose bytes verify, and computes only the blocks of frames that miss one.
 """
 
 from __future__ import annotations
 
+import io
 import os
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import dask
@@ -18,14 +20,30 @@ import numpy as np
 from dask.delayed import Delayed
 
 from .atomic import new_run, remove_stale_temps, write_atomic
-from .errors import TargetError
-from .formats import FrameWriter, writer_for
+from .errors import BadImageFile, TargetError
+from .formats import FrameWriter, scan_file, writer_for
+from .lock import Locks, live_run
 from .plan import PendingWrite, WriteReport, frame_blocks, select_blocks, to_numpy
-from .stackinfo import StackInfo, inputs_of, source_names
+from .provenance import (
+    DAMAGED,
+    KEPT,
+    NEW,
+    STALE,
+    Provenance,
+    judge,
+    record_path,
+    records_dir,
+    write_record,
+)
+from .stackinfo import StackInfo, frame_inputs, inputs_of, source_names
 from .targets import Target, check_directory, check_inputs, output_paths, parse_target
 from .zarrio import save_zarr
 
 __all__ = ["imsave", "plan_write"]
+
+#: Called with a validated target's directory and name; takes its lock and returns the
+#: run id (see :class:`~stencilpipe.io.lock.Locks`).
+LockOutput = Callable[[str, str], str]
 
 
 def imsave(
@@ -36,6 +54,8 @@ def imsave(
     compression: str | None = None,
     compute: bool = True,
     names: Sequence[str] | None = None,
+    provenance: Provenance | None = None,
+    wait: bool = False,
 ) -> WriteReport | Delayed:
     """Write the frames of ``array`` (its first axis) in parallel, atomically, resumably.
 
@@ -48,8 +68,10 @@ def imsave(
         is the frame's name; ``"out/frame_{:05d}.tif"``: ``{}`` its index, ``{name}`` its
         name), or a Zarr store (``"out.zarr"``, ``"out.ome.zarr"`` for OME-Zarr).
     overwrite : bool
-        Rewrite outputs that exist. By default they are kept and their frames are not
-        computed, so a rerun finishes an interrupted write.
+        Rewrite outputs that exist. By default an output is kept (its frames are not
+        computed) when its provenance record says that the same computation made it from
+        the same inputs and its bytes still verify; the others are recomputed, so a rerun
+        finishes an interrupted write and never keeps a stale or damaged output.
     compression : str, optional
         For TIFF, any codec tifffile writes (``"zlib"``, ``"lzw"``, ``"zstd"``...); for
         Zarr, ``"zstd"``, ``"zlib"`` or ``"blosc"``. PNG takes none.
@@ -60,6 +82,12 @@ def imsave(
         One name per frame for ``*`` patterns and directories. By default the names of
         the files the array was read from (when :func:`~stencilpipe.io.imread` opened
         them), else the zero-padded frame index.
+    provenance : Provenance, optional
+        What computes ``array``, for the outputs' records. By default the Dask graph's
+        token (``array.name``: deterministic for the same computation on the same data).
+    wait : bool
+        When another run holds the target's lock, wait for it to end instead of raising
+        :class:`~stencilpipe.io.errors.OutputBusy`. ``compute=False`` takes no lock.
 
     Returns
     -------
@@ -69,7 +97,11 @@ def imsave(
     ------
     TargetError
         When the target is, or lies inside, a directory of input files, would overwrite an
-        input, contains ``..``, or its format cannot hold the array.
+        input, contains ``..``, cannot be written, or its format cannot hold the array.
+    OutputBusy
+        When another run is writing to the target (and ``wait`` is False).
+    NoSpaceLeft
+        When the target's file system is full.
 
     Examples
     --------
@@ -80,15 +112,24 @@ def imsave(
     >>> frames = np.arange(3 * 32 * 40, dtype=np.uint16).reshape(3, 32, 40)
     >>> report = imsave(frames, out, compression="zlib")
     >>> report.frames_written, sorted(os.listdir(out))
-    (3, ['00000.tif', '00001.tif', '00002.tif'])
+    (3, ['.stencilpipe', '00000.tif', '00001.tif', '00002.tif'])
     >>> bool((tifffile.imread(os.path.join(out, "00002.tif")) == frames[2]).all())
     True
-    >>> imsave(frames, out).frames_skipped  # a rerun keeps what exists
+    >>> imsave(frames, out, compression="zlib").frames_skipped  # a rerun keeps what is right
+    3
+    >>> imsave(frames + 1, out, compression="zlib").frames_stale  # another computation
     3
     """
-    planned = plan_write(array, target, overwrite=overwrite, compression=compression, names=names)
-    lazy = planned.report() if isinstance(planned, PendingWrite) else planned
-    return lazy.compute() if compute else lazy
+    options: dict[str, Any] = dict(
+        overwrite=overwrite, compression=compression, names=names, provenance=provenance
+    )
+    if not compute:
+        planned = plan_write(array, target, **options)
+        return planned.report() if isinstance(planned, PendingWrite) else planned
+    with Locks(wait=wait) as locks:
+        planned = plan_write(array, target, lock=locks.take, **options)
+        lazy = planned.report() if isinstance(planned, PendingWrite) else planned
+        return lazy.compute()
 
 
 def plan_write(
@@ -99,11 +140,16 @@ def plan_write(
     compression: str | None = None,
     names: Sequence[str] | None = None,
     only: Collection[str] | None = None,
+    provenance: Provenance | None = None,
+    lock: LockOutput | None = None,
 ) -> PendingWrite | Delayed:
-    """Plan what :func:`imsave` writes, without writing: checks the target, skips what exists.
+    """Plan what :func:`imsave` writes: checks the target, keeps what is still right.
 
     ``only`` (files only) limits the write to these output paths, as :class:`PendingWrite`
-    names them; the other frames are left as they are and count as kept.
+    names them; the other frames are left as they are and count as kept. ``lock``, when
+    given, is called once the target is validated and before the outputs are judged; it
+    locks the target and returns the run id of the write. Without it nothing is locked
+    or written until the write is computed.
 
     Returns
     -------
@@ -123,12 +169,30 @@ def plan_write(
     where = parse_target(target)
     check_directory(where)
     inputs = inputs_of(array)
+    provenance = provenance or Provenance.of({"array": array.name}, array.name)
     if where.zarr:
         check_inputs(where, [where.directory], inputs)
+        run = lock(where.directory, where.given) if lock else new_run()
         return save_zarr(
-            array, where.directory, ome=where.ome, overwrite=overwrite, compression=compression
+            array,
+            where.directory,
+            ome=where.ome,
+            overwrite=overwrite,
+            compression=compression,
+            provenance=provenance.with_format(".zarr", compression),
+            inputs=frame_inputs(inputs, array.shape[0]),
+            run=run,
         )
-    return plan_files(array, where, names, overwrite, compression, inputs, only)
+    return plan_files(array, where, names, overwrite, compression, inputs, only, provenance, lock)
+
+
+def _decodes(path: str) -> bool:
+    """Whether the output file ``path`` is a whole image (its header, and its size)."""
+    try:
+        scan_file(path)
+    except BadImageFile:
+        return False
+    return True
 
 
 def plan_files(
@@ -138,7 +202,9 @@ def plan_files(
     overwrite: bool,
     compression: str | None,
     inputs: list[StackInfo],
-    only: Collection[str] | None = None,
+    only: Collection[str] | None,
+    provenance: Provenance,
+    lock: LockOutput | None,
 ) -> PendingWrite:
     """Plan writing ``array`` one file per frame into ``target`` (see :func:`imsave`)."""
     writer = writer_for(target.extension)
@@ -151,16 +217,28 @@ def plan_files(
         names = source_names(array) or [f"{i:0{width}d}" for i in range(frames)]
     paths = output_paths(target, list(names))
     check_inputs(target, paths, inputs)
+    run = lock(target.directory, target.given) if lock else new_run()
 
-    present = (
-        set()
-        if overwrite or not os.path.isdir(target.directory)
-        else set(os.listdir(target.directory))
-    )
-    done = np.array(
-        [os.path.basename(p) in present or (only is not None and p not in only) for p in paths],
-        dtype=bool,
-    )
+    provenance = provenance.with_format(target.extension, compression)
+    identities = frame_inputs(inputs, frames)
+    wanted = [only is None or p in only for p in paths]
+    if overwrite:
+        verdicts = [NEW if w else KEPT for w in wanted]
+    else:
+        records = [record_path(target.directory, os.path.basename(p)) for p in paths]
+        asked = [i for i, w in enumerate(wanted) if w]
+        found = judge(
+            [paths[i] for i in asked],
+            [records[i] for i in asked],
+            provenance,
+            [identities[i] for i in asked],
+            intact=_decodes,
+        )
+        verdicts = [KEPT] * frames
+        for i, verdict in zip(asked, found, strict=True):
+            verdicts[i] = verdict
+    done = np.array([v == KEPT for v in verdicts], dtype=bool)
+    recomputed = {kind: verdicts.count(kind) for kind in (STALE, DAMAGED)}
     array = array.rechunk({axis: -1 for axis in range(1, array.ndim)})  # whole frames
     blocks = frame_blocks(array.chunks[0])
     todo = [
@@ -168,12 +246,13 @@ def plan_files(
     ]
     written = [p for p, d in zip(paths, done, strict=True) if not d]
     if not todo:
-        return PendingWrite(target.given, None, (), frames, ())
+        return PendingWrite(target.given, None, (), frames, (), directory=target.directory)
 
-    plan = np.array([("" if d else p) for p, d in zip(paths, done, strict=True)], dtype=object)
+    plan = np.empty(frames, dtype=object)  # per frame: "" (kept), or (path, its inputs)
+    for i, (path, identity) in enumerate(zip(paths, identities, strict=True)):
+        plan[i] = "" if done[i] else (path, identity)
     sub = select_blocks(array, todo)
     plan = plan[np.concatenate([np.asarray(blocks[b]) for b in todo])]
-    run = new_run()
     ready = dask.delayed(_prepare, pure=True)(target.directory, run)
     status = da.blockwise(
         _write_frames,
@@ -186,12 +265,13 @@ def plan_files(
         run=run,
         writer=writer,
         compression=compression,
+        provenance=provenance,
         concatenate=True,
         dtype=np.int64,
         meta=np.empty(0, np.int64),
     )
     block_files = tuple(
-        tuple(p for p in plan[start:stop] if p)
+        tuple(p[0] for p in plan[start:stop] if p)
         for start, stop in zip(np.cumsum((0, *sub.chunks[0][:-1])), np.cumsum(sub.chunks[0]))
     )
     return PendingWrite(
@@ -202,13 +282,17 @@ def plan_files(
         block_files,
         directory=target.directory,
         run=run,
+        stale=recomputed[STALE],
+        damaged=recomputed[DAMAGED],
     )
 
 
 def _prepare(directory: str, run: str) -> None:
-    """Runs before any frame task: make the directory, clear other runs' temp files."""
+    """Runs before any frame task: make the directory, clear dead runs' temp files."""
     os.makedirs(directory, exist_ok=True)
-    remove_stale_temps(directory, run)
+    writing = {run, live_run(directory)}
+    remove_stale_temps(directory, writing)
+    remove_stale_temps(records_dir(directory), writing)
 
 
 def _write_frames(
@@ -219,13 +303,19 @@ def _write_frames(
     run: str,
     writer: FrameWriter,
     compression: str | None,
+    provenance: Provenance,
 ) -> np.ndarray:
-    """Write each frame of ``block`` whose ``plan`` entry is a path; return bytes per frame."""
+    """Write each frame of ``block`` whose ``plan`` entry is ``(path, inputs)``, then its
+    provenance record; return bytes per frame."""
     block = to_numpy(block)
     written = np.zeros(len(plan), np.int64)
-    for i, path in enumerate(plan):
-        if path:
-            written[i] = write_atomic(
-                path, lambda fh, frame=block[i]: writer.write(fh, frame, compression), run=run
-            )
+    for i, entry in enumerate(plan):
+        if entry:
+            path, inputs = entry
+            encoded = io.BytesIO()  # encoded in memory: checksummed, then written in one go
+            writer.write(encoded, block[i], compression)
+            data = encoded.getbuffer()
+            written[i] = write_atomic(path, lambda fh, data=data: fh.write(data), run=run)
+            directory, name = os.path.split(path)
+            write_record(directory, name, data, provenance=provenance, inputs=inputs, run=run)
     return written

@@ -4,8 +4,9 @@ Reading takes a plain array, or an OME-NGFF image's first (full-resolution) leve
 channel axis ``c`` goes last and the axes before ``y, x`` become the frames. Writing makes
 one Zarr v3 array chunked like the Dask array; for ``.ome.zarr`` it sits at ``s0`` under a
 group with NGFF 0.5 ``multiscales`` metadata (axes ``t[, c], y, x``). Each block task
-writes its own chunks (zarr's local store writes every chunk file atomically), and a rerun
-computes only the frame blocks whose chunk files are not all there yet.
+writes its own chunk (zarr's local store writes every chunk file atomically) and then the
+chunk's provenance record (:mod:`stencilpipe.io.provenance`); a rerun computes only the
+frame blocks that miss a chunk or whose chunks' records or bytes do not hold.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ import zarr
 from dask.delayed import Delayed
 
 from ..errors import ImageStackError
-from .atomic import new_run
 from .errors import TargetError
 from .plan import frame_blocks, lazy_report, select_blocks, to_numpy
+from .provenance import DAMAGED, KEPT, NEW, STALE, Provenance, judge, record_path, write_record
 
 __all__ = ["open_zarr", "save_zarr"]
 
@@ -99,9 +100,20 @@ class _Layout:
 
 
 def save_zarr(
-    array: da.Array, store: str, *, ome: bool, overwrite: bool, compression: str | None
+    array: da.Array,
+    store: str,
+    *,
+    ome: bool,
+    overwrite: bool,
+    compression: str | None,
+    provenance: Provenance,
+    inputs: list[list[list]],
+    run: str,
 ) -> Delayed:
-    """Plan writing frames ``array`` into the Zarr store ``store``; a delayed WriteReport."""
+    """Plan writing frames ``array`` into the Zarr store ``store``; a delayed WriteReport.
+
+    ``inputs`` is the identity of each frame's inputs, ``run`` the write's id.
+    """
     axes = ("t", "y", "x", "c")[: array.ndim]
     if ome and array.ndim == 4:
         array, axes = array.transpose(0, 3, 1, 2), ("t", "c", "y", "x")
@@ -109,7 +121,7 @@ def save_zarr(
     chunks = tuple(c[0] for c in array.chunks)
     layout = _Layout(store, ome, array.shape, array.dtype, chunks, axes, _compressors(compression))
     existing = None if overwrite else _open_array(layout.location)
-    if existing is None and not overwrite and os.path.exists(store):
+    if existing is None and not overwrite and os.path.exists(store) and os.listdir(store):
         raise TargetError(
             f"{store} exists but holds no array that this write can resume; pass "
             "overwrite=True to replace it, or choose another target"
@@ -125,33 +137,55 @@ def save_zarr(
             f"{layout.chunks}; pass overwrite=True to replace it"
         )
     blocks = frame_blocks(array.chunks[0])
-    todo = [
-        b
-        for b in range(len(blocks))
-        if existing is None or not _written(existing, b, layout.location)
-    ]
+    block_inputs = [_union(inputs[i] for i in frames) for frames in blocks]
+    owner = {frame: b for b, frames in enumerate(blocks) for frame in frames}
+    verdicts = (
+        [NEW] * len(blocks)
+        if existing is None
+        else _judge_blocks(existing, layout, len(blocks), provenance, block_inputs)
+    )
+    todo = [b for b, verdict in enumerate(verdicts) if verdict != KEPT]
     written = sum(len(blocks[b]) for b in todo)
+    recomputed = tuple(
+        sum(len(blocks[b]) for b in todo if verdicts[b] == kind) for kind in (STALE, DAMAGED)
+    )
     if not todo:
         return lazy_report(None, store, (), 0, array.shape[0])
-    ready = dask.delayed(_create, pure=True)(layout, run=new_run(), create=existing is None)
+    ready = dask.delayed(_create, pure=True)(layout, run=run, create=existing is None)
     sub = select_blocks(array, todo)
     frames = np.concatenate([np.asarray(blocks[b]) for b in todo])
     index = [da.from_array(frames, chunks=(sub.chunks[0],))]
     index += [da.arange(n, chunks=(c,)) for n, c in zip(array.shape[1:], chunks[1:], strict=True)]
+    identities = np.empty(len(frames), dtype=object)  # per frame: its block's inputs
+    for i, frame in enumerate(frames):
+        identities[i] = block_inputs[owner[frame]]
     letters = "tabc"[: array.ndim]
     status = da.blockwise(
         _write_block,
         letters,
         sub,
         letters,
+        da.from_array(identities, chunks=(sub.chunks[0],)),
+        "t",
         *itertools.chain.from_iterable(zip(index, letters, strict=True)),
         ready=ready,
-        location=layout.location,
+        layout=layout,
+        provenance=provenance,
+        run=run,
         adjust_chunks=dict.fromkeys(letters, 1),
         dtype=np.int64,
         meta=np.empty((0,) * array.ndim, np.int64),
     )
-    return lazy_report(status, store, (store,), written, array.shape[0] - written)
+    return lazy_report(status, store, (store,), written, array.shape[0] - written, recomputed)
+
+
+def _union(identities: Any) -> list[list]:
+    """The input identities of several frames, each once, in order."""
+    seen: dict[tuple, list] = {}
+    for identity in identities:
+        for each in identity:
+            seen.setdefault(tuple(each), list(each))
+    return list(seen.values())
 
 
 def _open_array(location: str) -> zarr.Array | None:
@@ -161,13 +195,30 @@ def _open_array(location: str) -> zarr.Array | None:
         return None
 
 
-def _written(array: zarr.Array, block: int, location: str) -> bool:
-    """Whether every chunk file of frame block ``block`` of ``array`` (at ``location``) exists."""
+def _chunk_path(array: zarr.Array, layout: _Layout, coords: tuple[int, ...]) -> str:
+    return os.path.join(layout.location, array.metadata.encode_chunk_key(coords))
+
+
+def _judge_blocks(
+    array: zarr.Array,
+    layout: _Layout,
+    blocks: int,
+    provenance: Provenance,
+    inputs: list[list[list]],
+) -> list[str]:
+    """The verdict on each frame block: the worst of its chunks' (see ``judge``)."""
     grid = [range(-(-n // c)) for n, c in zip(array.shape[1:], array.chunks[1:], strict=True)]
-    return all(
-        os.path.exists(os.path.join(location, array.metadata.encode_chunk_key((block, *rest))))
-        for rest in itertools.product(*grid)
-    )
+    owners, paths = [], []
+    for block in range(blocks):
+        for rest in itertools.product(*grid):
+            owners.append(block)
+            paths.append(_chunk_path(array, layout, (block, *rest)))
+    records = [record_path(layout.store, os.path.relpath(p, layout.store)) for p in paths]
+    found = judge(paths, records, provenance, [inputs[b] for b in owners])
+    per_block: list[set[str]] = [set() for _ in range(blocks)]
+    for block, verdict in zip(owners, found, strict=True):
+        per_block[block].add(verdict)
+    return [next((v for v in (DAMAGED, STALE, NEW) if v in seen), KEPT) for seen in per_block]
 
 
 def _create(layout: _Layout, *, run: str, create: bool) -> None:
@@ -224,8 +275,29 @@ def _compressors(compression: str | None) -> Any:
     return _CODECS[compression]()
 
 
-def _write_block(block: Any, *index: np.ndarray, ready: None, location: str) -> np.ndarray:
+def _write_block(
+    block: Any,
+    inputs: np.ndarray,
+    *index: np.ndarray,
+    ready: None,
+    layout: _Layout,
+    provenance: Provenance,
+    run: str,
+) -> np.ndarray:
+    """Write one chunk (one block of the regular chunking), then its provenance record."""
     region = tuple(slice(int(ix[0]), int(ix[-1]) + 1) for ix in index)
-    target = zarr.open_array(location, mode="r+").with_config({"write_empty_chunks": True})
+    target = zarr.open_array(layout.location, mode="r+").with_config({"write_empty_chunks": True})
     target[region] = to_numpy(block)
+    coords = tuple(int(ix[0]) // c for ix, c in zip(index, layout.chunks, strict=True))
+    path = _chunk_path(target, layout, coords)
+    with open(path, "rb") as fh:
+        data = fh.read()
+    write_record(
+        layout.store,
+        os.path.relpath(path, layout.store),
+        data,
+        provenance=provenance,
+        inputs=inputs[0],
+        run=run,
+    )
     return np.full((1,) * len(index), block.nbytes, np.int64)

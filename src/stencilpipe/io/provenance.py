@@ -1,0 +1,191 @@
+"""Provenance records: what made each output, so that a rerun keeps only what is still right.
+
+Every output file (every chunk of a Zarr store) gets a small JSON record in
+``<output>/.stencilpipe/records/``, written atomically by the task that wrote the output,
+just after it (as Snakemake keeps one metadata file per output in ``.snakemake/``). One
+record per output means no file is ever shared by concurrent writer tasks, on any host, and
+a run killed half-way leaves a record for each output it finished. A record holds:
+
+- ``key``: a digest of everything that made the output (the stages, their parameters and
+  boundary, the kernels' code and constants, the dtypes, the output format, the stencilpipe
+  version), computed once on the client;
+- ``inputs``: the identity (path, size, ``mtime_ns``) of the input files the output came from;
+- ``output``: the output's size and BLAKE2b checksum;
+- ``about``: the same provenance, readable, for people.
+
+A rerun keeps an output only when its record has the same key and inputs and its bytes
+still verify (:func:`judge`); otherwise the output is recomputed, as ``stale`` (made by
+something else) or ``damaged`` (its bytes changed, or it is truncated).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dask.base import tokenize
+
+from .atomic import write_atomic
+from .lock import state_dir
+
+__all__ = [
+    "DAMAGED",
+    "KEPT",
+    "NEW",
+    "STALE",
+    "Provenance",
+    "checksum",
+    "judge",
+    "record_path",
+    "records_dir",
+    "version",
+    "write_record",
+]
+
+#: What :func:`judge` says of an output.
+NEW, KEPT, STALE, DAMAGED = "new", "kept", "stale", "damaged"
+_RECORDS = "records"
+_PIECE = 1 << 23  # bytes read at a time when verifying an output
+
+
+def version() -> str:
+    """The installed stencilpipe's version."""
+    try:
+        return importlib.metadata.version("stencilpipe")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What makes a write's outputs: a digest (``key``) and its readable form (``about``).
+
+    Examples
+    --------
+    >>> a = Provenance.of({"stages": [["mean", {"size": 3}]]})
+    >>> a == Provenance.of({"stages": [["mean", {"size": 3}]]})
+    True
+    >>> a.key == Provenance.of({"stages": [["mean", {"size": 5}]]}).key
+    False
+    """
+
+    key: str
+    about: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def of(cls, about: dict[str, Any], *identity: Any) -> Provenance:
+        """The provenance described by ``about`` (JSON-able), digested with ``identity``
+        (objects Dask tokenizes deterministically, such as stencils and chains)."""
+        about = {"stencilpipe": version(), **about}
+        return cls(tokenize(json.dumps(about, sort_keys=True, default=str), *identity), about)
+
+    def with_format(self, extension: str, compression: str | None) -> Provenance:
+        """This provenance, written as ``extension`` files with ``compression``."""
+        about = {**self.about, "format": extension, "compression": compression}
+        return Provenance(tokenize(self.key, extension, compression), about)
+
+
+def checksum(data: bytes | memoryview) -> str:
+    """BLAKE2b (128 bits) of ``data``, as hex."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def _file_checksum(path: str) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as fh:
+        while piece := fh.read(_PIECE):
+            digest.update(piece)
+    return digest.hexdigest()
+
+
+def records_dir(directory: str | os.PathLike[str]) -> Path:
+    """The folder of the provenance records of the output ``directory``."""
+    return state_dir(directory) / _RECORDS
+
+
+def record_path(directory: str | os.PathLike[str], name: str) -> Path:
+    """The record of the output ``name`` (a file name, or a Zarr chunk key) of ``directory``."""
+    return records_dir(directory) / (name.replace("/", "%") + ".json")
+
+
+def write_record(
+    directory: str,
+    name: str,
+    data: bytes | memoryview,
+    *,
+    provenance: Provenance,
+    inputs: Sequence[Sequence[Any]],
+    run: str,
+) -> None:
+    """Record that output ``name`` of ``directory`` holds ``data`` and what made it."""
+    record = {
+        "key": provenance.key,
+        "inputs": [list(each) for each in inputs],
+        "output": {"size": len(data), "blake2b": checksum(data)},
+        "about": provenance.about,
+    }
+    path = record_path(directory, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(record, default=str).encode()
+    write_atomic(path, lambda fh: fh.write(text), run=run)
+
+
+def _read_record(path: Path) -> dict[str, Any] | None:
+    try:
+        record = json.loads(path.read_text())
+        return record if isinstance(record, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def _judge_one(
+    output: str,
+    record: Path,
+    key: str,
+    inputs: Sequence[Sequence[Any]],
+    intact: Callable[[str], bool],
+) -> str:
+    try:
+        size = os.stat(output).st_size
+    except FileNotFoundError:
+        return NEW
+    found = _read_record(record)
+    if found is None:  # not made by this version of stencilpipe, or killed before its record
+        return STALE if intact(output) else DAMAGED
+    if found.get("key") != key or found.get("inputs") != [list(each) for each in inputs]:
+        return STALE
+    expected = found.get("output") or {}
+    if expected.get("size") != size or expected.get("blake2b") != _file_checksum(output):
+        return DAMAGED
+    return KEPT
+
+
+def judge(
+    outputs: Sequence[str],
+    records: Sequence[Path],
+    provenance: Provenance,
+    inputs: Sequence[Sequence[Sequence[Any]]],
+    *,
+    intact: Callable[[str], bool] = lambda path: True,
+) -> list[str]:
+    """Say of each output whether it is :data:`NEW` (missing), :data:`KEPT`, :data:`STALE`
+    or :data:`DAMAGED`, given its record, this write's provenance and its inputs.
+
+    ``intact(path)`` tells a damaged output without a record (truncated by an older crash,
+    or by a copy) from a stale one. The outputs are read (to verify their checksums) on a
+    few threads: hashing releases the GIL.
+    """
+    with ThreadPoolExecutor(min(8, os.cpu_count() or 1)) as pool:
+        return list(
+            pool.map(
+                lambda i: _judge_one(outputs[i], records[i], provenance.key, inputs[i], intact),
+                range(len(outputs)),
+            )
+        )
