@@ -10,7 +10,6 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import dask.array as da
 from rich.console import Console
 from rich.table import Table
 
@@ -19,7 +18,6 @@ from ..cluster import connect
 from ..errors import ConfigError, KernelError
 from ..io import PendingWrite, TargetError, WriteReport, imread, plan_write
 from ..io.stackinfo import inputs_of
-from ..stencils import Chain
 from .config import PipelineConfig
 from .stages import build_chain
 
@@ -65,13 +63,6 @@ class Plan:
             f"({'resume' if self.config.resume else 'overwrite'})\n"
             f"graph:   {len(self.report().__dask_graph__())} tasks"
         )
-
-
-def _apply_per_channel(pipeline: Chain, stack: Any) -> Any:
-    """Run 2-D stages on colour frames ``(frames, y, x, c)`` channel by channel."""
-    if stack.ndim == pipeline.ndim + 2:
-        return da.moveaxis(pipeline(da.moveaxis(stack, -1, 1)), 1, -1)
-    return pipeline(stack)
 
 
 #: Chunks per worker thread that ``chunks: auto`` aims for, so that the last chunks do not
@@ -132,7 +123,8 @@ def plan(
                 raise ConfigError(f"stages.{index}.{name}: {exc}") from None
     backend = choose_backend(config.backend, info.shape[1:3])
     # One move to the backend after reading, one back before writing, whatever the stages.
-    on_backend = _apply_per_channel(pipeline, to_backend(stack, backend))
+    # A colour stack's channels are a batch axis: the reader marks them (stencils.channels).
+    on_backend = pipeline(to_backend(stack, backend))
     result = to_backend(on_backend, "numpy") if backend != "numpy" else on_backend
     write = plan_write(
         result,

@@ -22,9 +22,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import KernelError
+from .channels import AUTO, per_channel, resolve_channel_axis
 from .dask_apply import is_dask_array, map_stencil_blocks
 from .dtypes import check_dtype, result_dtype
 from .fused import run_passes
+from .gufunc import check_out, overlaps
 from .stencil import Stencil
 from .threads import single_threaded
 
@@ -87,12 +89,13 @@ class Chain:
             and all(stage.boundary != "wrap" for stage in self.stages)
         )
 
-    def _run_stages(self, block: Any) -> Any:
+    def _run_stages(self, block: Any, out: Any = None) -> Any:
         if self._fusable(block):
-            return self._run_fused(block)
-        for stage in self.stages:
-            block = stage(block)
-        return block
+            return self._run_fused(block, out)
+        *first, last = self.stages
+        for stage in first:
+            block = stage(block, channel_axis=None)
+        return last(block, out=out, channel_axis=None)
 
     def _dtypes(self, dtype: Any) -> list[np.dtype]:
         """The input dtype of each stage, then the chain's output dtype."""
@@ -101,31 +104,66 @@ class Chain:
             dtypes.append(result_dtype([dtypes[-1]], stage.dtype))
         return dtypes
 
-    def _run_fused(self, block: np.ndarray) -> np.ndarray:
-        """All stages in one pass over row strips (see :mod:`.fused`)."""
+    def _run_fused(self, block: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+        """All stages in one pass over row strips (see :mod:`.fused`) into ``out``."""
         dtypes = self._dtypes(block.dtype)
+        if out is not None:  # the last stage stores out='s dtype, as a stencil's call does
+            dtypes[-1] = check_out(self.name, out, block.shape)
         passes = []
         for stage, dtype, out_dtype in zip(self.stages, dtypes, dtypes[1:]):
             passes += stage.strip_passes(dtype, out_dtype, stage.boundary, stage.cval)
         core = block.shape[block.ndim - self.ndim :]
         frames = np.ascontiguousarray(block).reshape(-1, *core)
-        out = np.empty(frames.shape, dtypes[-1])
-        run_passes(passes, frames, out)
-        return out.reshape(block.shape)
+        if out is None:
+            out = np.empty(block.shape, dtypes[-1])
+        # Strips of out= are written while later strips still read the input: an out= that
+        # overlaps it, or that cannot be viewed as frames, gets the result copied in.
+        if out.flags.c_contiguous and not overlaps(out, frames):
+            run_passes(passes, frames, out.reshape(frames.shape))
+        else:
+            result = np.empty(frames.shape, dtypes[-1])
+            run_passes(passes, frames, result)
+            out[...] = result.reshape(out.shape)
+        return out
 
     def _run_stages_on_block(self, block: Any) -> Any:
         with single_threaded():
             return self._run_stages(block)
 
-    def __call__(self, array: Any) -> Any:
-        """Apply every stage to ``array`` (NumPy or Dask)."""
+    def __call__(self, array: Any, *, out: Any = None, channel_axis: Any = AUTO) -> Any:
+        """Apply every stage to ``array`` (NumPy, Dask, or on the GPU).
+
+        Parameters
+        ----------
+        array : array
+            The input.
+        out : array, optional
+            Where to write the result (not for Dask arrays); it may overlap ``array``.
+        channel_axis : int or None, optional
+            An axis of colour channels, never filtered across, as for a
+            :class:`~stencilpipe.Stencil` call (by default found as there).
+        """
+        axis = resolve_channel_axis([array], channel_axis, self.name)
+        if axis is not None:
+            return per_channel(
+                lambda moved, target: self(moved[0], out=target, channel_axis=None),
+                [array],
+                out,
+                axis,
+                self.ndim,
+                self.name,
+            )
         if not is_dask_array(array):
-            return self._run_stages(array)
+            return self._run_stages(array, out)
+        if out is not None:
+            raise TypeError(
+                f"{self.name}: out= is not supported for dask arrays (results are lazy)"
+            )
         dtype = self._dtypes(array.dtype)[-1]
         wraps = {stage.boundary == "wrap" for stage in self.stages}
         if len(wraps) > 1:
             for stage in self.stages:
-                array = stage(array)
+                array = stage(array, channel_axis=None)
             return array
         return map_stencil_blocks(
             self._run_stages_on_block,

@@ -4,8 +4,9 @@ The same rules as :func:`.gufunc.apply_numpy` (shapes, dtypes, boundary modes,
 ``cval``, batch dimensions), and the result stays on the device, in the
 input's library: CuPy in, CuPy out; otherwise a Numba device array.
 
-Nothing is copied. Inputs and ``out`` are viewed as Numba device arrays;
-batch dimensions are broadcast with zero strides and flattened into one by
+Nothing is copied (except an input that ``out`` overlaps, which is read from a
+copy: the result is the same as without ``out=``). Inputs and ``out`` are viewed
+as Numba device arrays; batch dimensions are broadcast with zero strides and flattened into one by
 restriding, and the kernel writes ``out`` in place whatever its strides.
 Leading batch dimensions that cannot be flattened without a copy (a stack
 broadcast against a sliced stack, say) are looped over here, one launch each.
@@ -32,7 +33,7 @@ from .gufunc import check_shapes, fill_values
 if TYPE_CHECKING:
     from .stencil import Stencil
 
-__all__ = ["apply_cuda", "is_device_array"]
+__all__ = ["apply_cuda", "is_device_array", "transposed"]
 
 
 def is_device_array(value: Any) -> bool:
@@ -84,6 +85,52 @@ def _restrided(view: Any, shape: tuple[int, ...], strides: tuple[int, ...]) -> A
     if cuda.config.ENABLE_CUDASIM:  # the simulator's device arrays wrap NumPy arrays
         return cuda.devicearray.FakeCUDAArray(np.lib.stride_tricks.as_strided(view, shape, strides))
     return cuda.devicearray.DeviceNDArray(shape, strides, view.dtype, gpu_data=view.gpu_data)
+
+
+def transposed(array: Any, order: list[int]) -> Any:
+    """A view of device ``array`` with its axes in ``order`` (Numba's transpose is 2-D only)."""
+    view = _device_view(array, "the array")
+    shape, strides = tuple(view.shape), tuple(view.strides)
+    return _restrided(view, tuple(shape[d] for d in order), tuple(strides[d] for d in order))
+
+
+def _byte_range(view: Any) -> tuple[int, int]:
+    """First and one-past-last byte addresses that ``view``'s elements may occupy."""
+    from numba import cuda
+
+    interface = (
+        view._ary.__array_interface__  # the simulator's arrays wrap NumPy arrays
+        if cuda.config.ENABLE_CUDASIM
+        else view.__cuda_array_interface__
+    )
+    first = interface["data"][0]
+    reach = [(n - 1) * s for n, s in zip(view.shape, view.strides)]
+    return (
+        first + sum(r for r in reach if r < 0),
+        first + sum(r for r in reach if r > 0) + view.dtype.itemsize,
+    )
+
+
+def _overlaps(view: Any, other: Any) -> bool:
+    """Whether the memory spans of two device views meet (a conservative test)."""
+    if view.size == 0 or other.size == 0:
+        return False
+    (start, stop), (other_start, other_stop) = _byte_range(view), _byte_range(other)
+    return start < other_stop and other_start < stop
+
+
+def _fresh_copy(array: Any, view: Any) -> Any:
+    """A C-contiguous device copy of ``array`` (whose Numba view is ``view``)."""
+    if _cupy_of([array]) is not None:
+        return _device_view(array.copy(), "a copy")
+    from numba import cuda
+
+    if view.is_c_contiguous():
+        fresh = cuda.device_array(view.shape, view.dtype)
+        fresh.copy_to_device(view)
+        return fresh
+    # Numba copies device arrays only between identical layouts: through the host.
+    return cuda.to_device(np.ascontiguousarray(view.copy_to_host()))
 
 
 def _broadcast(view: Any, shape: tuple[int, ...]) -> Any:
@@ -199,6 +246,9 @@ def apply_cuda(
     if out_view.size == 0:
         return out
     cvals = fill_values(cval, list(in_dtypes), stencil.name)
+    # An out= that overlaps an input would be read after it is written (a neighbour's
+    # element, in another thread block): such inputs are read from a copy.
+    views = [_fresh_copy(a, v) if _overlaps(v, out_view) else v for a, v in zip(arrays, views)]
     from .codegen_cuda import block_shape, grid_shape
 
     kernel = stencil.compiled(in_dtypes, out_dtype, mode, target="cuda")

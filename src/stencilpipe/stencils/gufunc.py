@@ -15,7 +15,7 @@ from .fused import run_passes
 if TYPE_CHECKING:
     from .stencil import Stencil
 
-__all__ = ["apply_numpy", "fill_values", "check_shapes"]
+__all__ = ["apply_numpy", "check_out", "check_shapes", "fill_values", "overlaps"]
 
 
 def fill_values(cval: Any, dtypes: list[np.dtype], name: str) -> list[Any]:
@@ -38,6 +38,30 @@ def _fill_value(cval: Any, dtype: np.dtype) -> Any:
     if converted != cval:
         return None
     return getattr(np, wide_type_name(dtype))(converted)
+
+
+def overlaps(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two NumPy arrays share an element (exactly; in doubt, True)."""
+    if not np.may_share_memory(a, b):
+        return False
+    try:
+        return np.shares_memory(a, b, max_work=_OVERLAP_WORK)
+    except np.exceptions.TooHardError:
+        return True
+
+
+#: Bound on the work of the exact overlap test (strides that make it harder count as overlap).
+_OVERLAP_WORK = 10_000
+
+
+def check_out(name: str, out: Any, shape: tuple[int, ...]) -> np.dtype:
+    """The dtype of ``out=``, once it is known to be a NumPy array of ``shape``."""
+    if not isinstance(out, np.ndarray) or out.shape != shape:
+        raise KernelError(
+            f"{name}: out= must be a numpy array of shape {shape}, "
+            f"got {getattr(out, 'shape', type(out).__name__)}"
+        )
+    return check_dtype(out.dtype, f"{name}: out=")
 
 
 def check_shapes(stencil: Stencil, arrays: list[Any]) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -76,12 +100,7 @@ def apply_numpy(
     if out is None:
         out = np.empty(batch + core_shape, dtype=result_dtype(in_dtypes, stencil.dtype))
     else:
-        if not isinstance(out, np.ndarray) or out.shape != batch + core_shape:
-            raise KernelError(
-                f"{stencil.name}: out= must be a numpy array of shape {batch + core_shape}, "
-                f"got {getattr(out, 'shape', type(out).__name__)}"
-            )
-        check_dtype(out.dtype, f"{stencil.name}: out=")
+        check_out(stencil.name, out, batch + core_shape)
     if out.size == 0:
         return out
     flat_shape = (-1, *core_shape)
@@ -90,8 +109,9 @@ def apply_numpy(
         (a if a.shape == full_shape else np.broadcast_to(a, full_shape)).reshape(flat_shape)
         for a in arrays
     ]
-    # Reshaping a C-contiguous out= is a view; any other layout is computed aside and copied in.
-    writes_through = out.flags.c_contiguous
+    # Reshaping a C-contiguous out= is a view; any other layout is computed aside and copied in,
+    # and so is an out= that overlaps an input (the kernel would read elements it has written).
+    writes_through = out.flags.c_contiguous and not any(overlaps(out, a) for a in arrays)
     target = (
         out.reshape(flat_shape)
         if writes_through

@@ -20,6 +20,7 @@ import numpy as np
 from ..errors import KernelError
 from .analysis import KernelInfo, analyse_kernel, kernel_env
 from .boundary import validate_mode
+from .channels import AUTO, per_channel, resolve_channel_axis
 from .codegen_cpu import cpu_module_source
 from .cuda_apply import apply_cuda, is_device_array
 from .dask_apply import apply_dask, is_dask_array
@@ -151,14 +152,43 @@ class Stencil:
         return state
 
     # -- calling -----------------------------------------------------------------------------
-    def __call__(self, *args: Any, out: Any = None, boundary: str | None = None, cval: Any = None):
-        """Apply the kernel; see :func:`stencil` for the semantics."""
+    def __call__(
+        self,
+        *args: Any,
+        out: Any = None,
+        boundary: str | None = None,
+        cval: Any = None,
+        channel_axis: Any = AUTO,
+    ):
+        """Apply the kernel; see :func:`stencil` for the semantics.
+
+        ``channel_axis`` (int or None), as in scikit-image, names an axis of colour
+        channels, which is never filtered across: it is a batch axis. Left out, a Dask
+        stack read from RGB/RGBA files has its trailing axis as channel axis, and other
+        arrays have none (a NumPy ``(h, w, 3)`` frame is an image 3 wide); see
+        :mod:`stencilpipe.stencils.channels`.
+        """
         arrays, scalars = self._bind(args)
         foreign = next((a for a in [*arrays, out] if is_foreign(a)), None)
         if foreign is not None:
             native = [to_native(a) for a in arrays]
-            result = self(*native, *scalars, out=to_native(out), boundary=boundary, cval=cval)
+            result = self(
+                *native,
+                *scalars,
+                out=to_native(out),
+                boundary=boundary,
+                cval=cval,
+                channel_axis=channel_axis,
+            )
             return out if out is not None else like(result, foreign)
+        axis = resolve_channel_axis(arrays, channel_axis, self.name)
+        if axis is not None:
+
+            def run(moved: list[Any], target: Any) -> Any:
+                options = dict(out=target, boundary=boundary, cval=cval, channel_axis=None)
+                return self(*moved, *scalars, **options)
+
+            return per_channel(run, arrays, out, axis, self.ndim, self.name)
         mode = self.boundary if boundary is None else validate_mode(boundary)
         fill = self.cval if cval is None else cval
         if any(is_dask_array(a) for a in arrays):
