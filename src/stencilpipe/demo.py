@@ -49,12 +49,16 @@ def _preview(before: np.ndarray, after: np.ndarray, path: Path) -> None:
 
 
 def run_demo(workdir: str | Path, frames: int, config: str | Path = "configs/demo.yaml") -> None:
-    """Make the sample stack under ``workdir``, run ``config`` there, save a preview."""
+    """Make the sample stack under ``workdir``, run ``config`` there, save a preview.
+
+    The config's input and output are taken under ``workdir``; its stencil files, beside it.
+    """
     import os
 
     import tifffile
+    import yaml
 
-    from .pipeline.config import load_config
+    from .pipeline.config import parse_config
     from .pipeline.run import run
 
     console = Console()
@@ -63,10 +67,11 @@ def run_demo(workdir: str | Path, frames: int, config: str | Path = "configs/dem
         raise ConfigError(
             f"{config}: the demo config is missing; run the demo from the repository root"
         )
-    workdir = Path(workdir)
+    workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
-    os.chdir(workdir)
-    settings = load_config(config_path)
+    data = yaml.safe_load(config_path.read_text())
+    data.update({key: os.path.join(workdir, data[key]) for key in ("input", "output")})
+    settings = parse_config(data, source=str(config_path), base_dir=config_path.parent)
     inputs = make_sample_stack(Path(settings.input).parent, frames)
     console.print(f"sample stack: {len(inputs)} frames in {Path(settings.input).parent}/")
     run(settings, console=console)

@@ -30,7 +30,14 @@ if TYPE_CHECKING:
 
     from ..pipeline.config import ClusterConfig
 
-__all__ = ["connect", "job_options", "job_script", "scheduler_address", "security"]
+__all__ = [
+    "connect",
+    "dashboard_link",
+    "job_options",
+    "job_script",
+    "scheduler_address",
+    "security",
+]
 
 
 def scheduler_address(config: ClusterConfig) -> str | None:
@@ -130,7 +137,12 @@ def _local_cuda_cluster(config: ClusterConfig, tls: Security | None) -> Any:
 
 
 def _local_cluster(config: ClusterConfig, tls: Security | None) -> Any:
-    """distributed's LocalCluster on 127.0.0.1 with the configured workers."""
+    """distributed's LocalCluster on 127.0.0.1 with the configured workers.
+
+    With ``processes: false`` the workers are threads of this process. They still speak
+    tcp:// (or tls://): distributed's default for them, inproc://, refuses a host, and its
+    addresses name the machine's IP, which the dashboard's link would then point at.
+    """
     from distributed import LocalCluster
 
     return LocalCluster(
@@ -142,7 +154,7 @@ def _local_cluster(config: ClusterConfig, tls: Security | None) -> Any:
         silence_logs=_log_level(config),
         # In-process workers share the client's SIGINT, which must stay.
         preload=[WORKER_SETUP] if config.processes else [],
-        **tls_options(tls),
+        **(tls_options(tls) or {"protocol": "tcp://"}),
     )
 
 
@@ -179,6 +191,24 @@ def _start_cluster(config: ClusterConfig, tls: Security | None) -> Any:
             f"cannot start the cluster with the certificates in cluster.security "
             f"({type(refused).__name__}: {refused})"
         ) from None
+
+
+def dashboard_link(client: Client) -> str | None:
+    """The link of the scheduler's dashboard; None when it serves none.
+
+    ``client.dashboard_link`` names the scheduler's HTTP server, which runs (for its
+    health and metrics routes) also without a dashboard: ``dask scheduler --no-dashboard``,
+    ``dashboard_address: null``, or no Bokeh on the scheduler. The dashboard is a Bokeh
+    application added to that server.
+    """
+    link = client.dashboard_link
+    if not link:
+        return None
+    # A lambda travels by value: the scheduler need not have stencilpipe installed.
+    serves = client.run_on_scheduler(
+        lambda dask_scheduler: bool(getattr(dask_scheduler.http_application, "applications", []))
+    )
+    return link if serves else None
 
 
 # --- the entry point ---------------------------------------------------------------------

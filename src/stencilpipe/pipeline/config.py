@@ -14,11 +14,18 @@ resume: true
 
 Errors name the key path and, when the YAML file is known, its line:
 ``run.yaml:4: stages.0.gaussian.sigma: Input should be a valid number``.
+
+Relative paths in a config file (input, output, report, the TLS files of
+``cluster.security``, ``file.py`` stencils) resolve against the file's folder, whatever
+the working directory, as docker compose does; values given on the command line
+(``--set``) resolve against the working directory.
 """
 
 from __future__ import annotations
 
+import difflib
 import inspect
+import os
 import re
 import typing
 from pathlib import Path
@@ -26,8 +33,8 @@ from typing import Annotated, Any, Literal, Union
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
@@ -35,6 +42,8 @@ from pydantic import (
     Tag,
     ValidationError,
     ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
     create_model,
     field_validator,
     model_validator,
@@ -106,8 +115,10 @@ class ClusterConfig(_Strict):
     n_workers: PositiveInt = 2
     threads_per_worker: PositiveInt = 1
     processes: bool = True
-    dashboard_address: str = Field(
-        "127.0.0.1:0", description="host:port of the embedded (or jobqueue) scheduler's dashboard"
+    dashboard_address: str | None = Field(
+        "127.0.0.1:0",
+        description="host:port of the embedded (or jobqueue) scheduler's dashboard; "
+        "null = no dashboard",
     )
     timeout: float = Field(10.0, gt=0, description="seconds to wait for a remote scheduler")
     gpu: bool = Field(False, description="start dask-cuda's LocalCUDACluster, one worker per GPU")
@@ -171,20 +182,42 @@ class ClusterConfig(_Strict):
 _REFERENCE = r"^[^:]+:[A-Za-z_][A-Za-z0-9_]*$"
 
 
-def _check_reference(value: Any) -> Any:
-    if isinstance(value, str) and not re.match(_REFERENCE, value):
-        raise ValueError(
-            f"{value!r} is not a stencil reference; expected module:name or file.py:name"
+def _check_reference(value: str) -> str:
+    if not re.match(_REFERENCE, value):
+        raise PydanticCustomError(
+            "stencil_reference",
+            f"{value!r} is not a stencil reference; expected module:name or file.py:name",
         )
     return value
+
+
+_Reference = Annotated[str, AfterValidator(_check_reference)]
 
 
 class StencilRef(_Strict):
     """A user's ``@stencil`` by import path (``module:name`` or ``file.py:name``)."""
 
-    path: str = Field(pattern=_REFERENCE)
+    path: _Reference
     boundary: Mode | None = None
     cval: float | None = None
+
+
+def _reference_form(value: Any) -> str | None:
+    if isinstance(value, dict | StencilRef):
+        return "mapping"
+    return "reference" if isinstance(value, str) else None
+
+
+#: ``- stencil: file.py:name`` or ``- stencil: {path: file.py:name, boundary: ..., cval: ...}``.
+_StencilSpec = Annotated[
+    Annotated[StencilRef, Tag("mapping")] | Annotated[_Reference, Tag("reference")],
+    Discriminator(
+        _reference_form,
+        custom_error_type="stencil_spec",
+        custom_error_message="expected module:name, file.py:name or a mapping "
+        "{path: ..., boundary: ..., cval: ...}",
+    ),
+]
 
 
 _OPTION_FIELDS = {
@@ -220,7 +253,7 @@ def _stage_models() -> dict[str, type[BaseModel]]:
     models["stencil"] = create_model(
         "stencil_stage",
         __config__=ConfigDict(extra="forbid", frozen=True),
-        stencil=(Annotated[StencilRef | str, BeforeValidator(_check_reference)], ...),
+        stencil=(_StencilSpec, ...),
     )
     return models
 
@@ -261,8 +294,60 @@ Stage = Annotated[
 ]
 
 
+def _one_chunks_message(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """One message for a bad ``chunks``, not one per branch of its union."""
+    try:
+        return handler(value)
+    except ValidationError:
+        raise PydanticCustomError(
+            "chunks",
+            "expected auto, frames per chunk (a positive integer) or chunks per axis "
+            "(a list of positive integers or -1)",
+        ) from None
+
+
+Chunks = Annotated[
+    Literal["auto"] | PositiveInt | list[PositiveInt | Literal[-1]],
+    WrapValidator(_one_chunks_message),
+]
+
+
+def _is_path_key(key: tuple[str, ...]) -> bool:
+    """Whether the config key at ``key`` holds a file system path."""
+    return key in (("input",), ("output",), ("report",)) or (
+        len(key) == 3 and key[:2] == ("cluster", "security") and key[2].startswith("tls_")
+    )
+
+
+def _absolute(value: Any, base_dir: str | os.PathLike[str]) -> Any:
+    """``value`` (a path) made absolute against ``base_dir``; URLs and non-strings as they are.
+
+    ``os.path.join`` keeps a trailing slash (``out/`` names a directory).
+    """
+    if not isinstance(value, str) or not value or "://" in value:
+        return value
+    return os.path.join(base_dir, os.path.expanduser(value))
+
+
+def _resolve_paths(data: dict[str, Any], base_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """``data`` with its path keys absolute against ``base_dir`` (others untouched)."""
+    data = {k: _absolute(v, base_dir) if _is_path_key((k,)) else v for k, v in data.items()}
+    cluster = data.get("cluster")
+    if isinstance(cluster, dict) and isinstance(cluster.get("security"), dict):
+        tls = {
+            key: _absolute(value, base_dir) if _is_path_key(("cluster", "security", key)) else value
+            for key, value in cluster["security"].items()
+        }
+        data["cluster"] = {**cluster, "security": tls}
+    return data
+
+
 class PipelineConfig(_Strict):
-    """A whole run: what to read, the stages, where to write, where to run."""
+    """A whole run: what to read, the stages, where to write, where to run.
+
+    Relative paths (input, output, report, TLS files) are made absolute against
+    ``base_dir`` when the config is validated.
+    """
 
     input: str
     output: str
@@ -270,16 +355,27 @@ class PipelineConfig(_Strict):
     boundary: Mode = "reflect"
     backend: Literal["numpy", "cupy", "auto"] = "numpy"
     #: ``auto``, frames per chunk, or Dask chunks per axis (``[4, 512, 512]``: tiles).
-    chunks: Literal["auto"] | PositiveInt | list[PositiveInt | Literal[-1]] = "auto"
+    chunks: Chunks = "auto"
     cluster: ClusterConfig = ClusterConfig()
+    #: Where to save Dask's performance report (HTML) of each run; null = none.
+    report: str | None = None
     resume: bool = True
     #: Leave out unreadable or mismatched input files (listed) instead of stopping.
     skip_bad: bool = False
     compression: str | None = None
     #: Run the stages over cache-sized row strips (see :mod:`stencilpipe.stencils.fused`).
     fuse: bool = True
-    #: Directory that stencil files (``file.py:name``) are looked up in: the config file's.
+    #: Directory that relative paths and stencil files (``file.py:name``) resolve against:
+    #: the config file's.
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _paths_from_base_dir(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        base_dir = data.get("base_dir") or Path.cwd()
+        return {**_resolve_paths(data, base_dir), "base_dir": base_dir}
 
     def stage_specs(self) -> list[tuple[str, dict[str, Any]]]:
         """``(name, parameters)`` of each stage, without unset options."""
@@ -335,25 +431,102 @@ def _data_path(loc: tuple, data: Any) -> tuple:
     return tuple(path)
 
 
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The model class inside a field's annotation (``X | None``, a tagged union), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next(filter(None, map(_model_in, typing.get_args(annotation))), None)
+
+
+def _keys_at(path: tuple) -> list[str]:
+    """The keys that the mapping at ``path`` (a key path in the data) accepts."""
+    model: type[BaseModel] | None = PipelineConfig
+    parts = list(path)
+    while parts and model is not None:
+        part = parts.pop(0)
+        if model is PipelineConfig and part == "stages" and len(parts) >= 2:
+            name = parts[1]
+            parts = parts[2:]
+            stage = _STAGES.get(name)
+            model = _model_in(stage.model_fields[name].annotation) if stage else None
+        else:
+            field = model.model_fields.get(part)
+            model = _model_in(field.annotation) if field else None
+    if model is None or parts:
+        return []
+    return [name for name, field in model.model_fields.items() if not field.exclude]
+
+
+def _nearest(given: Any, valid: list[str], what: str) -> str:
+    """``did you mean 'x'?`` when a valid name is close to ``given``, else the valid names."""
+    close = difflib.get_close_matches(str(given), valid, n=1)
+    if close:
+        return f"did you mean {close[0]!r}?"
+    return f"expected one of: {', '.join(valid)}" if valid else f"no {what} is allowed here"
+
+
+def _unknown_stage(given: Any) -> str:
+    if isinstance(given, dict) and len(given) > 1:
+        return (
+            f"one stage per list item, as a name or {{name: {{parameters}}}}; this item has "
+            f"{len(given)} names: {', '.join(map(str, given))}"
+        )
+    if isinstance(given, dict) and given:
+        given = next(iter(given))
+    if not isinstance(given, str):
+        return (
+            f"expected a stage name or {{name: {{parameters}}}} (e.g. - mean: {{size: 3}}), "
+            f"got {given!r}"
+        )
+    return f"unknown stage {given!r}; {_nearest(given, list(_STAGES), 'stage')}"
+
+
+def _message(item: Any, key: tuple) -> str:
+    """One line of plain words for one pydantic error (no pydantic type or class names)."""
+    kind = item["type"]
+    if kind == "extra_forbidden":
+        return f"unknown key; {_nearest(key[-1], _keys_at(key[:-1]), 'key')}"
+    if kind == "unknown_stage":
+        return _unknown_stage(item.get("input"))
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        return f"expected a mapping (key: value), got {item.get('input')!r}"
+    if kind == "list_type":
+        return f"expected a list (- item), got {item.get('input')!r}"
+    message = item["msg"]
+    for prefix in ("Value error, ", "Assertion failed, "):
+        message = message.removeprefix(prefix)
+    return message
+
+
+def _misspelt(errors: list[Any], data: Any) -> set[tuple]:
+    """Required keys that an unknown key beside them misspells (said once, as the unknown key)."""
+    paths = [(item["type"], _data_path(tuple(item["loc"]), data)) for item in errors]
+    unknown = [path for kind, path in paths if kind == "extra_forbidden" and path]
+    return {
+        path
+        for kind, path in paths
+        if kind == "missing"
+        and any(
+            u[:-1] == path[:-1] and difflib.get_close_matches(str(u[-1]), [str(path[-1])])
+            for u in unknown
+        )
+    }
+
+
 def _format_errors(error: ValidationError, data: Any, source: str, lines: dict[tuple, int]) -> str:
     messages: dict[tuple, str] = {}
-    for item in error.errors():
+    errors = error.errors()
+    misspelt = _misspelt(errors, data)
+    for item in errors:
         cleaned = _data_path(tuple(item["loc"]), data)
-        if cleaned in messages:
+        if cleaned in messages or cleaned in misspelt:
             continue  # one message per key: the first union branch's
         key = ".".join(str(p) for p in cleaned) or "(top level)"
         prefix = next(
             (cleaned[:n] for n in range(len(cleaned), -1, -1) if cleaned[:n] in lines), None
         )
         where = f"{source}:{lines[prefix]}: " if prefix is not None else f"{source}: "
-        message = item["msg"]
-        if item["type"] == "extra_forbidden":
-            message = "unknown key"
-        if item["type"] == "unknown_stage":
-            given = item.get("input")
-            given = next(iter(given)) if isinstance(given, dict) and given else given
-            message = f"unknown stage {given!r}; expected one of: {item['ctx']['stages']}"
-        messages[cleaned] = f"{where}{key}: {message}"
+        messages[cleaned] = f"{where}{key}: {_message(item, cleaned)}"
     return "\n".join(messages.values())
 
 
@@ -371,7 +544,8 @@ def parse_config(
     text : str, optional
         The YAML text, to report line numbers.
     base_dir : Path, optional
-        Directory that relative paths are resolved against.
+        Directory that relative paths are resolved against (default: the working
+        directory).
 
     Raises
     ------
@@ -393,8 +567,14 @@ def parse_config(
         raise ConfigError(_format_errors(error, data, source, _yaml_lines(text or ""))) from None
 
 
-def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
-    """Apply ``key.path=value`` overrides (values parsed as YAML) to a raw config mapping."""
+def apply_overrides(
+    data: dict[str, Any], overrides: list[str], base_dir: str | os.PathLike[str] | None = None
+) -> dict[str, Any]:
+    """Apply ``key.path=value`` overrides (values parsed as YAML) to a raw config mapping.
+
+    With ``base_dir`` (the working directory of a command line), the values of path keys
+    (input, output, report, TLS files) are made absolute against it.
+    """
     data = yaml.safe_load(yaml.safe_dump(data))  # a deep copy
     for override in overrides:
         key, sep, raw = override.partition("=")
@@ -413,6 +593,8 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
                 raise ConfigError(f"--set {override!r}: {part!r} is not a mapping in the config")
         last = parts[-1]
         value = yaml.safe_load(raw) if raw else None
+        if base_dir is not None and _is_path_key(tuple(parts)):
+            value = _absolute(value, base_dir)
         if isinstance(target, list) and last.isdigit() and int(last) < len(target):
             target[int(last)] = value
         elif isinstance(target, dict):
@@ -423,7 +605,11 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
 
 
 def load_config(path: str | Path, overrides: list[str] = ()) -> PipelineConfig:  # type: ignore[assignment]
-    """Read, override and validate a YAML pipeline config file."""
+    """Read, override and validate a YAML pipeline config file.
+
+    Relative paths in the file resolve against its folder; those in ``overrides`` (given on
+    a command line) against the working directory.
+    """
     path = Path(path)
     try:
         text = path.read_text()
@@ -438,5 +624,5 @@ def load_config(path: str | Path, overrides: list[str] = ()) -> PipelineConfig: 
             f"{path}{line}: not valid YAML ({getattr(exc, 'problem', exc)})"
         ) from None
     if overrides and isinstance(data, dict):
-        data = apply_overrides(data, list(overrides))
+        data = apply_overrides(data, list(overrides), base_dir=Path.cwd())
     return parse_config(data, source=str(path), text=text, base_dir=path.resolve().parent)
