@@ -168,3 +168,49 @@ def test_user_errors():
         smooth(x, boundary="constant", cval=0.5)
     with pytest.raises(KernelError, match="core shape"):
         diff(x, device(np.zeros((4, 6), np.int16)))
+
+
+ALIASED_FILTERS = [
+    sp.library.mean(3),
+    sp.library.gaussian(1.0, truncate=2.0),
+    sp.library.sobel(0),
+    sp.library.laplace(),
+    sp.library.minimum(3),
+    sp.library.maximum(3),
+    sp.library.median(3),
+]
+
+
+@pytest.mark.parametrize("stencil", ALIASED_FILTERS, ids=lambda s: s.name)
+def test_out_may_alias_the_input_wholly_or_in_part(stencil):
+    memory = random_array((2, 7, 6), np.float64, seed=22)
+    for part in [
+        lambda b: (b, b),
+        lambda b: (b[:, :-1], b[:, 1:]),
+        lambda b: (b[:, :, 1:], b[:, :, :-1]),
+        lambda b: (b[:-1], b[1:]),
+    ]:
+        on_device = device(memory)
+        x, out = part(on_device)
+        want = host(stencil(device(host(x))))  # the same call without out=
+        assert stencil(x, out=out) is out
+        np.testing.assert_array_equal(host(out), want)
+
+
+def test_channel_axis_on_the_device():
+    rgb = random_array((2, 6, 5, 3), np.uint8, seed=23)
+    mean = sp.library.mean(3)
+    for axis, x in [(-1, rgb), (0, np.ascontiguousarray(np.moveaxis(rgb, -1, 0)))]:
+        got = mean(device(x), channel_axis=axis)
+        assert type(got).__name__ == "FakeCUDAArray"
+        np.testing.assert_array_equal(host(got), mean(x, channel_axis=axis))
+        np.testing.assert_array_equal(
+            host(got), np.moveaxis(mean(np.moveaxis(x, axis, 0)), 0, axis)
+        )
+    both = sp.chain(mean, sp.library.sobel(1))
+    np.testing.assert_array_equal(
+        host(both(device(rgb), channel_axis=-1)), both(rgb, channel_axis=-1)
+    )
+    out = device(np.zeros_like(rgb))
+    assert mean(device(rgb), out=out, channel_axis=-1) is out
+    np.testing.assert_array_equal(host(out), mean(rgb, channel_axis=-1))
