@@ -34,9 +34,10 @@ class NoSpaceLeft(StencilpipeError, OSError):
     Raised by a writing task for its ``directory``; the runner stops the write and says so.
     """
 
-    def __init__(self, directory: str) -> None:
-        super().__init__(f"no space left on device writing to {directory}")
+    def __init__(self, directory: str, detail: str = "") -> None:
+        super().__init__(f"no space left on device writing to {directory}{detail}")
         self.directory = directory
+        self.detail = detail
 
     def __reduce__(self):
-        return type(self), (self.directory,)
+        return type(self), (self.directory, self.detail)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 import os
 import time
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -17,11 +19,15 @@ from ..backends import choose_backend, to_backend
 from ..cluster import connect
 from ..errors import ConfigError, KernelError
 from ..io import PendingWrite, TargetError, WriteReport, imread, plan_write
+from ..io.lock import Locks
+from ..io.provenance import Provenance
 from ..io.stackinfo import inputs_of
+from ..stencils import Chain
 from .config import PipelineConfig
+from .execute import Outcome, execute, progress_bar, remove_leftovers
 from .stages import build_chain
 
-__all__ = ["Plan", "RunSummary", "plan", "run"]
+__all__ = ["Failure", "Plan", "RunSummary", "plan", "provenance", "run"]
 
 #: One line per phase of a run, with its timing (the CLI's ``--log-file`` writes them).
 log = logging.getLogger("stencilpipe.run")
@@ -87,16 +93,41 @@ def planned_threads(config: PipelineConfig) -> int:
     return cluster.n_workers * cluster.threads_per_worker
 
 
+def provenance(
+    config: PipelineConfig, pipeline: Chain, info: Any, result: Any, backend: str
+) -> Provenance:
+    """What makes the outputs of ``config``: the stages with their parameters and boundary,
+    the kernels (code and constants, through the chain's Dask token), the dtypes, the
+    backend. The chunking and the inputs' identity are not part of it (the chunks do not
+    change the values; the inputs are recorded per output)."""
+    kernels = {}
+    for (name, _), stage in zip(config.stage_specs(), pipeline.stages):
+        if name == "stencil":
+            with contextlib.suppress(OSError, TypeError):
+                kernels[stage.name] = inspect.getsource(stage.func)
+    about = {
+        "stages": config.stage_specs(),
+        "boundary": config.boundary,
+        "kernels": kernels,
+        "dtype": {"input": str(info.dtype), "output": str(result.dtype)},
+        "frame_shape": list(info.shape[1:]),
+        "backend": backend,
+    }
+    return Provenance.of(about, pipeline)
+
+
 def plan(
     config: PipelineConfig,
     *,
     only: Collection[str] | None = None,
     threads: int | None = None,
+    lock: Any = None,
 ) -> Plan:
     """Build the whole run as one lazy graph; reads headers only, computes nothing.
 
     ``only`` limits the write to these output files (the others count as kept);
-    ``threads`` is the cluster's number of worker threads, when known, for ``chunks: auto``.
+    ``threads`` is the cluster's number of worker threads, when known, for ``chunks: auto``;
+    ``lock`` (see :func:`~stencilpipe.io.plan_write`) locks the output once it is validated.
     """
     # An int is frames per chunk (whole frames): chunked so when read, so that a bad
     # frame fails only its own chunk.
@@ -132,13 +163,32 @@ def plan(
         overwrite=not config.resume,
         compression=config.compression,
         only=only,
+        provenance=provenance(config, pipeline, info, result, backend),
+        lock=lock,
     )
     return Plan(config, backend, stack, info, result, write)
 
 
+@dataclass(frozen=True)
+class Failure:
+    """An output that was not written, and why (``Type: message``)."""
+
+    file: str
+    error: str
+
+    def __str__(self) -> str:
+        return f"{os.path.basename(self.file) or self.file}: {self.error}"
+
+
 @dataclass
 class RunSummary:
-    """What a run did, for people (``table()``) and for exit codes (``failures``)."""
+    """What a run did, for people (``table()``), programs (``as_dict()``) and exit codes
+    (``failures``).
+
+    ``written`` counts every frame written, ``recomputed_stale`` and ``recomputed_damaged``
+    among them those whose output existed but was made by another computation (or from
+    other inputs), or did not verify; ``kept`` the frames whose output was kept.
+    """
 
     frames: int
     bytes_in: int
@@ -146,10 +196,17 @@ class RunSummary:
     seconds: float
     output: str
     written: int
-    skipped: int
+    kept: int
     dashboard: str | None
-    failures: list[str] = field(default_factory=list)
+    recomputed_stale: int = 0
+    recomputed_damaged: int = 0
+    failures: list[Failure] = field(default_factory=list)
     workers_lost: int = 0
+
+    @property
+    def skipped(self) -> int:
+        """Frames kept by resume (the name of older versions)."""
+        return self.kept
 
     @property
     def frames_per_second(self) -> float:
@@ -159,12 +216,34 @@ class RunSummary:
     def megabytes_per_second(self) -> float:
         return (self.bytes_in + self.bytes_out) / 1e6 / self.seconds if self.seconds else 0.0
 
+    def as_dict(self) -> dict[str, Any]:
+        """The summary as JSON-serialisable data (what ``--json`` prints)."""
+        return {
+            "frames": self.frames,
+            "written": self.written,
+            "kept": self.kept,
+            "recomputed": {"stale": self.recomputed_stale, "damaged": self.recomputed_damaged},
+            "failures": [{"file": f.file, "error": f.error} for f in self.failures],
+            "output": self.output,
+            "seconds": self.seconds,
+            "bytes_in": self.bytes_in,
+            "bytes_out": self.bytes_out,
+            "workers_lost": self.workers_lost,
+            "dashboard": self.dashboard,
+        }
+
     def table(self) -> Table:
         table = Table(title="stencilpipe run", show_header=False, title_justify="left")
         table.add_column(style="bold")
         table.add_column()
+        recomputed = ((self.recomputed_stale, "stale"), (self.recomputed_damaged, "damaged"))
+        again = [f"{count} as {kind}" for count, kind in recomputed if count]
         rows = [
-            ("frames", f"{self.frames} ({self.written} written, {self.skipped} kept by resume)"),
+            (
+                "frames",
+                f"{self.frames} ({self.written} written, {self.kept} kept by resume)"
+                + (f"; recomputed {', '.join(again)}" if again else ""),
+            ),
             ("bytes in / out", f"{self.bytes_in / 1e6:.1f} MB / {self.bytes_out / 1e6:.1f} MB"),
             ("time", f"{self.seconds:.2f} s"),
             (
@@ -185,8 +264,31 @@ class RunSummary:
         return table
 
 
+def _dashboard(client: Any) -> str | None:
+    """The dashboard link, when the scheduler serves one (one started with --no-dashboard
+    still gets a link from distributed)."""
+    link = client.dashboard_link
+    return link if link and "dashboard" in client.scheduler_info().get("services", {}) else None
+
+
+def _check_report_path(report: str, work: Plan) -> None:
+    inputs = {os.path.realpath(f) for f in work.info.files}
+    folders = {os.path.dirname(f) for f in inputs} if work.info.kind == "files" else set()
+    where = os.path.realpath(report)
+    if where in inputs or os.path.dirname(where) in folders:
+        raise TargetError(
+            f"refusing to write the report {report} over or among the input files; "
+            "choose a path outside the input directory"
+        )
+
+
 def run(
-    config: PipelineConfig, *, console: Console | None = None, report: str | None = None
+    config: PipelineConfig,
+    *,
+    console: Console | None = None,
+    report: str | None = None,
+    progress: bool = True,
+    wait: bool = False,
 ) -> RunSummary:
     """Run ``config`` on its cluster, with the dashboard link, a progress bar and a summary.
 
@@ -195,59 +297,37 @@ def run(
     config : PipelineConfig
         The validated configuration.
     console : rich.console.Console, optional
-        Where to print progress and the summary (default: stdout).
+        Where all of the run's human output goes (default: stdout).
     report : str, optional
         Path of an HTML Dask performance report to save.
-    """
-    from distributed import performance_report, progress
+    progress : bool
+        Show a progress bar.
+    wait : bool
+        When another run holds the output's lock, wait for it to end instead of raising
+        :class:`~stencilpipe.io.errors.OutputBusy`.
 
+    Raises
+    ------
+    OutputBusy
+        Another run is writing to the output (and ``wait`` is False).
+    NoSpaceLeft
+        The output's file system filled up; the outputs finished are kept.
+    NoWorkersLeft
+        Every worker was lost for ``cluster.timeout`` seconds; the outputs finished are kept.
+    """
     console = console or Console()
-    work = plan(config)
-    if report:
-        inputs = {os.path.realpath(f) for f in work.info.files}
-        folders = {os.path.dirname(f) for f in inputs} if work.info.kind == "files" else set()
-        where = os.path.realpath(report)
-        if where in inputs or os.path.dirname(where) in folders:
-            raise TargetError(
-                f"refusing to write the report {report} over or among the input files; "
-                "choose a path outside the input directory"
-            )
-    cluster = config.cluster
-    log.info("cluster: %s", cluster.address or cluster.jobqueue or "embedded LocalCluster")
-    with connect(config.cluster) as client:
-        log.info("dashboard: %s", client.dashboard_link)
-        threads = sum(client.nthreads().values())
-        if config.chunks == "auto" and threads and threads != planned_threads(config):
-            # A scheduler that already runs: balance the chunks over the threads it has.
-            work = plan(config, threads=threads)
-        console.print(f"[bold]dashboard:[/bold] {client.dashboard_link}")
-        workers_before = set(client.scheduler_info()["workers"])
-        start = time.perf_counter()
-        recording = performance_report(filename=report) if report else contextlib.nullcontext()
-        with recording, _phase(f"compute and write {work.info.frames} frames"):
-            outcome = _execute(client, work.write, progress)
-            outcome = _retry_frame_by_frame(client, config, outcome, progress, console)
-        seconds = time.perf_counter() - start
-        # A worker that died was replaced (by its Nanny) under a new address.
-        lost = len(workers_before - set(client.scheduler_info()["workers"]))
-    written = outcome.report
-    frames_written = written.frames_written if written else 0
-    summary = RunSummary(
-        frames=work.info.frames,
-        bytes_in=work.info.nbytes * frames_written // max(work.info.frames, 1),
-        bytes_out=written.bytes_written if written else 0,
-        seconds=seconds,
-        output=config.output,
-        written=frames_written,
-        skipped=written.frames_skipped if written else work.info.frames - frames_written,
-        dashboard=client.dashboard_link,
-        failures=outcome.failures,
-        workers_lost=lost,
-    )
+    with Locks(wait=wait) as locks:
+        work = plan(config, lock=locks.take)
+        if report:
+            _check_report_path(report, work)
+        try:
+            summary = _compute(config, work, locks, console, report, progress)
+        finally:
+            remove_leftovers(work.write)
     log.info(
         "summary: %d written, %d kept, %d failed, %.2f s, output %s",
         summary.written,
-        summary.skipped,
+        summary.kept,
         len(summary.failures),
         summary.seconds,
         summary.output,
@@ -258,67 +338,99 @@ def run(
     return summary
 
 
-def _one_line(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+def _compute(
+    config: PipelineConfig,
+    work: Plan,
+    locks: Locks,
+    console: Console,
+    report: str | None,
+    progress: bool,
+) -> RunSummary:
+    """Compute the planned ``work`` on the configured cluster; summarise what it did."""
+    from distributed import performance_report
+
+    cluster = config.cluster
+    log.info("cluster: %s", cluster.address or cluster.jobqueue or "embedded LocalCluster")
+    with connect(config.cluster) as client:
+        log.info("dashboard: %s", client.dashboard_link)
+        threads = sum(client.nthreads().values())
+        if config.chunks == "auto" and threads and threads != planned_threads(config):
+            # A scheduler that already runs: balance the chunks over the threads it has.
+            work = plan(config, threads=threads, lock=locks.take)
+        dashboard = _dashboard(client)
+        if dashboard:
+            console.print(f"[bold]dashboard:[/bold] {dashboard}")
+        workers_before = set(client.scheduler_info()["workers"])
+        start = time.perf_counter()
+        recording = performance_report(filename=report) if report else contextlib.nullcontext()
+        bar = progress_bar(console) if progress else None
+        phase = _phase(f"compute and write {work.info.frames} frames")
+        with recording, bar or contextlib.nullcontext(), phase:
+            compute = _Compute(client, config, work.info.frames, bar)
+            outcome = _retry_frame_by_frame(compute, config, compute(work.write), locks, console)
+        seconds = time.perf_counter() - start
+        # A worker that died was replaced (by its Nanny) under a new address.
+        lost = len(workers_before - set(client.scheduler_info()["workers"]))
+    written = outcome.report
+    frames_written = written.frames_written if written else 0
+    return RunSummary(
+        frames=work.info.frames,
+        bytes_in=work.info.nbytes * frames_written // max(work.info.frames, 1),
+        bytes_out=written.bytes_written if written else 0,
+        seconds=seconds,
+        output=config.output,
+        written=frames_written,
+        kept=written.frames_skipped if written else work.info.frames - frames_written,
+        dashboard=dashboard,
+        recomputed_stale=written.frames_stale if written else 0,
+        recomputed_damaged=written.frames_damaged if written else 0,
+        failures=[
+            Failure(file, error)
+            for files, error in outcome.failed
+            for file in (files or (config.output,))
+        ],
+        workers_lost=lost,
+    )
 
 
 @dataclass
-class _Outcome:
-    """What computing a write gave: its report, and each failed block's files and error."""
+class _Compute:
+    """Computes a planned write on ``client`` (see :func:`~.execute.execute`)."""
 
-    report: Any
-    failed: list[tuple[tuple[str, ...], str]]
+    client: Any
+    config: PipelineConfig
+    frames: int
+    bar: Any
 
-    @property
-    def failures(self) -> list[str]:
-        return [
-            f"{', '.join(os.path.basename(f) for f in files)}: {error}"
-            for files, error in self.failed
-        ]
-
-
-def _execute(client: Any, write: PendingWrite | Any, progress: Any) -> _Outcome:
-    """Compute the write; a failing block of frames fails only its own files.
-
-    The report is the :class:`~stencilpipe.io.WriteReport` of what was written (None when
-    a Zarr write failed as a whole).
-    """
-    if not isinstance(write, PendingWrite):  # a Zarr store: written as a whole
-        future = client.compute(write)
-        progress(future, notebook=False)
-        try:
-            return _Outcome(future.result(), [])
-        except Exception as exc:  # noqa: BLE001 - reported as the run's failure, exit code 1
-            return _Outcome(None, [((), _one_line(exc))])
-    futures = client.compute(write.blocks())
-    if futures:
-        progress(futures, notebook=False)
-    results, failed = [], []
-    for future, files in zip(futures, write.block_files):
-        try:
-            results.append(future.result())
-        except Exception as exc:  # noqa: BLE001 - this block's frames failed, the rest go on
-            results.append(None)
-            failed.append((files, _one_line(exc)))
-    client.compute(write.finish()).result()  # every block is done: lost workers' temp files go
-    return _Outcome(write.partial_report(results), failed)
+    def __call__(self, write: Any) -> Outcome:
+        return execute(
+            self.client,
+            write,
+            output=self.config.output,
+            frames=self.frames,
+            timeout=self.config.cluster.timeout,
+            bar=self.bar,
+        )
 
 
 def _retry_frame_by_frame(
-    client: Any, config: PipelineConfig, outcome: _Outcome, progress: Any, console: Console
-) -> _Outcome:
+    compute: _Compute, config: PipelineConfig, outcome: Outcome, locks: Locks, console: Console
+) -> Outcome:
     """Compute the frames of failed multi-frame blocks again, one frame per chunk.
 
     A block fails as a whole when any of its frames does; this finds out which frames
-    it was, and writes the others.
+    it was, and writes the others. Input files that turned unreadable since the run
+    started are left out of the retry (their frames fail, with the reason).
     """
     shared = {f for files, _ in outcome.failed if len(files) > 1 for f in files}
     if not shared:
         return outcome
     console.print(f"retrying the {len(shared)} frames of failed chunks one frame at a time")
     log.info("retry: %d frames of failed chunks, one frame per chunk", len(shared))
-    retry = plan(config.model_copy(update={"chunks": 1}), only=shared)
-    again = _execute(client, retry.write, progress)
+    retry = plan(
+        config.model_copy(update={"chunks": 1, "skip_bad": True}), only=shared, lock=locks.take
+    )
+    again = compute(retry.write)
     first = outcome.report
     report = WriteReport(
         first.target,
@@ -326,6 +438,14 @@ def _retry_frame_by_frame(
         first.frames_skipped,
         first.bytes_written + again.report.bytes_written,
         first.files + again.report.files,
+        first.frames_stale,
+        first.frames_damaged,
     )
+    unread = {Path(path).stem: (path, why) for path, why in retry.info.bad_files}
+    gone = [
+        ((f,), f"BadImageFile: {unread[Path(f).stem][0]}: {unread[Path(f).stem][1]}")
+        for f in sorted(shared - set(retry.write.files))
+        if Path(f).stem in unread
+    ]
     kept = [(files, error) for files, error in outcome.failed if len(files) <= 1]
-    return _Outcome(report, kept + again.failed)
+    return Outcome(report, kept + again.failed + gone)

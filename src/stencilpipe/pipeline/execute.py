@@ -1,0 +1,157 @@
+"""Compute a planned write on a cluster, block by block, and end clearly on run-level faults.
+
+A block of frames that fails (a kernel error, an unreadable input) fails only its own
+outputs; the rest go on. Two faults end the whole run instead, in one line, with every
+finished output kept for a rerun to resume from:
+
+- the output's file system is full (:class:`~stencilpipe.io.errors.NoSpaceLeft` from any
+  block): the blocks not yet started are cancelled;
+- no worker is left (every worker and its nanny died) for ``cluster.timeout`` seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+from ..errors import ClusterError
+from ..io import PendingWrite
+from ..io.errors import NoSpaceLeft
+
+__all__ = ["NoWorkersLeft", "Outcome", "execute", "progress_bar"]
+
+#: Seconds between two looks at the cluster while blocks are running.
+POLL = 0.5
+
+
+class NoWorkersLeft(ClusterError):
+    """Every worker of the cluster is gone, and none came back in time."""
+
+
+@dataclass
+class Outcome:
+    """What computing a write gave: its report, and each failed block's files and error."""
+
+    report: Any
+    failed: list[tuple[tuple[str, ...], str]]
+
+
+def progress_bar(console: Console) -> Progress:
+    """The bar that :func:`execute` advances, printed on ``console``."""
+    return Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+
+
+def one_line(exc: BaseException) -> str:
+    """``Type: first line of the message``."""
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+
+
+def execute(
+    client: Any,
+    write: PendingWrite | Any,
+    *,
+    output: str,
+    frames: int,
+    timeout: float,
+    bar: Progress | None = None,
+) -> Outcome:
+    """Compute ``write`` (a :class:`~stencilpipe.io.PendingWrite`, or a Zarr store's delayed
+    report, written as a whole) on ``client``.
+
+    Raises
+    ------
+    NoSpaceLeft
+        When the output's file system is full: ``N of M outputs written``.
+    NoWorkersLeft
+        When the cluster had workers and has had none for ``timeout`` seconds.
+    """
+    files = isinstance(write, PendingWrite)
+    futures = client.compute(write.blocks() if files else [write])
+    block_files: Sequence[tuple[str, ...]] = write.block_files if files else [()]
+    results: dict[int, Any] = {}
+    failed: list[tuple[tuple[str, ...], str]] = []
+    task = bar.add_task("frames", total=frames) if bar is not None else None
+    if bar is not None and files:
+        bar.update(task, completed=frames - len(write.files))
+    watch = _Watch(client, timeout)
+    pending = {future: index for index, future in enumerate(futures)}
+    while pending:
+        done = _wait_some(list(pending))
+        for future in done:
+            index = pending.pop(future)
+            try:
+                results[index] = future.result()
+            except NoSpaceLeft:
+                client.cancel(list(pending))
+                written = sum(len(block_files[i]) for i in results) + (
+                    frames - len(write.files) if files else 0
+                )
+                raise NoSpaceLeft(
+                    output,
+                    f" ({written} of {frames} outputs written; free space and rerun to resume)",
+                ) from None
+            except Exception as exc:  # noqa: BLE001 - this block's frames failed, the rest go on
+                failed.append((block_files[index], one_line(exc)))
+            if bar is not None:
+                bar.advance(task, len(block_files[index]) if files else frames)
+        if not done:
+            watch.check(client, pending)
+    if not files:
+        return Outcome(results.get(0), failed)
+    client.compute(write.finish()).result()  # every block is done: lost workers' temp files go
+    return Outcome(write.partial_report([results.get(i) for i in range(len(futures))]), failed)
+
+
+def _wait_some(futures: list[Any]) -> list[Any]:
+    """The futures that finish within :data:`POLL` seconds (maybe none)."""
+    from distributed import wait
+
+    try:
+        return list(wait(futures, timeout=POLL, return_when="FIRST_COMPLETED").done)
+    except TimeoutError:
+        return []
+
+
+class _Watch:
+    """Tells when a cluster that had workers has had none for ``timeout`` seconds."""
+
+    def __init__(self, client: Any, timeout: float) -> None:
+        self.timeout = timeout
+        self.had_workers = bool(client.nthreads())
+        self.empty_since: float | None = None
+
+    def check(self, client: Any, pending: dict[Any, int]) -> None:
+        if client.nthreads():
+            self.had_workers, self.empty_since = True, None
+            return
+        if not self.had_workers:  # a batch system may start the workers minutes from now
+            return
+        now = time.monotonic()
+        self.empty_since = self.empty_since or now
+        if now - self.empty_since >= self.timeout:
+            client.cancel(list(pending))
+            raise NoWorkersLeft(
+                f"no workers left on {client.scheduler.address}; finished outputs are kept, "
+                "rerun to resume"
+            )
+
+
+def remove_leftovers(write: Any) -> None:
+    """Remove, from this machine, the temporary files that ``write`` left (workers killed
+    mid-write): the last clean-up of a run that ended early."""
+    if isinstance(write, PendingWrite) and write.status is not None:
+        if os.path.isdir(write.directory):
+            write.finish().compute(scheduler="sync")
