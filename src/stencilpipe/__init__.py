@@ -6,6 +6,13 @@
 ...     return (x[-1, 0] + x[0, 0] + x[1, 0]) // 3
 """
 
+import importlib.metadata as _metadata
+
+try:
+    __version__ = _metadata.version("stencilpipe")
+except _metadata.PackageNotFoundError:  # a source tree on sys.path, not installed
+    __version__ = "0+unknown"
+
 from . import library
 from .backends import BackendError, to_backend
 from .errors import (
