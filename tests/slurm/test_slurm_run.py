@@ -4,9 +4,11 @@ workers that connect back, compute, and leave nothing behind in the queue."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -76,4 +78,31 @@ def test_two_slurm_jobs_compute_the_stack_and_leave_the_queue_empty(slurm, stack
         np.testing.assert_array_equal(tifffile.imread(path), expected)
     # the workers really ran as SLURM jobs: dask-jobqueue's job logs name them
     assert list((tmp_path / "jobs").glob("*.err")), os.listdir(tmp_path / "jobs")
+    assert slurm.wait_for_no_jobs() == []
+
+
+def test_ctrl_c_while_jobs_are_queued_exits_130_with_the_resume_hint_and_cancels_them(
+    slurm, stack, tmp_path
+):
+    process = subprocess.Popen(
+        [sys.executable, "-m", "stencilpipe", "run", str(_config(tmp_path, jobs="2"))],
+        env=slurm.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal's Ctrl-C sees it
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not slurm.jobs():
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "no job was submitted"
+            time.sleep(0.2)
+        os.killpg(process.pid, signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, (out, err)
+    assert "rerun to resume" in err
     assert slurm.wait_for_no_jobs() == []

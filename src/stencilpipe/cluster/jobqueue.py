@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import signal
+import threading
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import dask
@@ -47,10 +51,28 @@ _JOB_KEY_HINTS = {
 }
 
 
+@contextlib.contextmanager
+def _sigint_kept() -> Iterator[None]:
+    """Keep this process's Ctrl-C handler across the block.
+
+    Importing dask-jobqueue (its ``runner`` module) replaces the SIGINT handler with
+    ``sys.exit()``, which would turn a Ctrl-C into a clean exit 0 without a summary.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread handles signals (and may set handlers)
+        return
+    handler = signal.getsignal(signal.SIGINT)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, handler)
+
+
 def _jobqueue_class(config: ClusterConfig) -> Any:
     """The dask-jobqueue cluster class of ``config.jobqueue``."""
     try:
-        import dask_jobqueue
+        with _sigint_kept():
+            import dask_jobqueue
     except ImportError as exc:
         raise ClusterError(
             f"cluster.jobqueue: {config.jobqueue} needs dask-jobqueue ({exc}); "
