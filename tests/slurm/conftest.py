@@ -114,7 +114,7 @@ KillWait=2
 InactiveLimit=0
 NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory=8000 State=UNKNOWN
 PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP
-PartitionName=small Nodes={host} MaxCPUsPerNode=1 MaxTime=INFINITE State=UP
+PartitionName=closed Nodes={host} MaxTime=INFINITE State=DOWN
 """
     )
 

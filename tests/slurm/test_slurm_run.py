@@ -30,8 +30,7 @@ def stack(tmp_path):
     return frames
 
 
-def _config(tmp_path: Path, **cluster: str) -> Path:
-    extra = "".join(f"  {key}: {value}\n" for key, value in cluster.items())
+def _config(tmp_path: Path, *, jobs: int = 1, timeout: float = 120) -> Path:
     path = tmp_path / "run.yaml"
     path.write_text(
         textwrap.dedent(
@@ -42,7 +41,8 @@ def _config(tmp_path: Path, **cluster: str) -> Path:
             chunks: 1
             cluster:
               jobqueue: slurm
-              timeout: 120
+              jobs: {jobs}
+              timeout: {timeout}
               job:
                 cores: 1
                 memory: 1GB
@@ -52,7 +52,6 @@ def _config(tmp_path: Path, **cluster: str) -> Path:
                 scheduler_options: {{host: 127.0.0.1}}
             """
         )
-        + extra
     )
     return path
 
@@ -69,7 +68,7 @@ def _run(config: Path, *args: str, env: dict) -> subprocess.CompletedProcess:
 
 
 def test_two_slurm_jobs_compute_the_stack_and_leave_the_queue_empty(slurm, stack, tmp_path):
-    done = _run(_config(tmp_path, jobs="2"), env=slurm.env)
+    done = _run(_config(tmp_path, jobs=2), env=slurm.env)
     assert done.returncode == 0, done.stderr
     written = sorted((tmp_path / "out").glob("*.tif"))
     assert [p.name for p in written] == [f"f{i:02d}.tif" for i in range(FRAMES)]
@@ -77,7 +76,7 @@ def test_two_slurm_jobs_compute_the_stack_and_leave_the_queue_empty(slurm, stack
         expected = ndimage.maximum_filter(stack[index], size=3, mode="reflect")
         np.testing.assert_array_equal(tifffile.imread(path), expected)
     # the workers really ran as SLURM jobs: dask-jobqueue's job logs name them
-    assert list((tmp_path / "jobs").glob("*.err")), os.listdir(tmp_path / "jobs")
+    assert len(list((tmp_path / "jobs").glob("*.err"))) == 2, os.listdir(tmp_path / "jobs")
     assert slurm.wait_for_no_jobs() == []
 
 
@@ -85,7 +84,7 @@ def test_ctrl_c_while_jobs_are_queued_exits_130_with_the_resume_hint_and_cancels
     slurm, stack, tmp_path
 ):
     process = subprocess.Popen(
-        [sys.executable, "-m", "stencilpipe", "run", str(_config(tmp_path, jobs="2"))],
+        [sys.executable, "-m", "stencilpipe", "run", str(_config(tmp_path, jobs=2))],
         env=slurm.env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -105,4 +104,32 @@ def test_ctrl_c_while_jobs_are_queued_exits_130_with_the_resume_hint_and_cancels
             process.kill()
     assert process.returncode == 130, (out, err)
     assert "rerun to resume" in err
+    assert slurm.wait_for_no_jobs() == []
+
+
+def _with_job_line(config: Path, line: str) -> Path:
+    config.write_text(config.read_text().replace("    walltime:", f"    {line}\n    walltime:"))
+    return config
+
+
+def test_a_partition_slurm_does_not_know_is_refused_with_slurms_reason(slurm, stack, tmp_path):
+    config = _with_job_line(_config(tmp_path), "queue: nosuchpartition")
+    done = _run(config, env=slurm.env)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("error: cluster.job: SLURM refuses the job (")
+    assert "Invalid partition name specified" in line  # SLURM's own words
+    assert slurm.jobs() == []
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").glob("*.tif"))
+
+
+def test_jobs_left_pending_past_the_timeout_end_the_run_naming_partition_and_reason(
+    slurm, stack, tmp_path
+):
+    config = _with_job_line(_config(tmp_path, jobs=2, timeout=5), "queue: closed")
+    done = _run(config, env=slurm.env)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("error: no slurm job started a worker within cluster.timeout (5 s): ")
+    assert line.count("pending in partition closed (PartitionDown)") == 2, line
     assert slurm.wait_for_no_jobs() == []

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import dask
 
 from ..errors import ClusterError
-from .jobqueue import job_options, jobqueue_cluster
+from .jobqueue import check_submission, job_options, jobqueue_cluster, wait_for_first_worker
 from .security import security, ssl_error, tls_options
 
 if TYPE_CHECKING:
@@ -218,14 +218,17 @@ def dashboard_link(client: Client) -> str | None:
 def connect(config: ClusterConfig) -> Iterator[Client]:
     """A ``Client`` for the configured cluster, closed (and a cluster started here stopped) on exit.
 
-    With ``config.jobqueue`` the ``config.jobs`` batch jobs are submitted and the client
-    returns at once; their workers join when the batch system starts them.
+    With ``config.jobqueue`` the ``config.jobs`` batch jobs are submitted (SLURM checks
+    them first) and the client is returned once the first of their workers has joined;
+    the others join when the batch system starts them.
 
     Raises
     ------
     ClusterError
         When the scheduler cannot be reached within ``config.timeout`` seconds, a
-        certificate file is missing, or a cluster cannot be started as configured.
+        certificate file is missing, a cluster cannot be started as configured, the
+        batch system refuses the jobs, or none of them starts a worker within
+        ``config.timeout`` seconds.
     """
     from distributed import Client
 
@@ -238,6 +241,9 @@ def connect(config: ClusterConfig) -> Iterator[Client]:
     cluster = _start_cluster(config, tls)
     with cluster:
         if config.jobqueue:
+            check_submission(cluster, config)
             cluster.scale(jobs=config.jobs)
         with Client(cluster, security=tls) as client:
+            if config.jobqueue:
+                wait_for_first_worker(client, cluster, config)
             yield client

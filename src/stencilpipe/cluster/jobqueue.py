@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import shutil
 import signal
+import subprocess
 import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -18,7 +20,13 @@ if TYPE_CHECKING:
 
     from ..pipeline.config import ClusterConfig
 
-__all__ = ["JOBQUEUE_CLASSES", "job_options", "jobqueue_cluster"]
+__all__ = [
+    "JOBQUEUE_CLASSES",
+    "check_submission",
+    "job_options",
+    "jobqueue_cluster",
+    "wait_for_first_worker",
+]
 
 #: ``cluster.jobqueue`` -> the dask-jobqueue class.
 JOBQUEUE_CLASSES = {
@@ -142,4 +150,69 @@ def jobqueue_cluster(config: ClusterConfig, tls: Security | None, silence_logs: 
         raise ClusterError(
             f"cluster.job: dask-jobqueue's {cluster_class.__name__} refused the job options "
             f"({type(exc).__name__}: {first_line})"
+        ) from None
+
+
+def _slurm(*args: str, script: str | None = None) -> subprocess.CompletedProcess:
+    """Run a SLURM command; a missing command is a :class:`ClusterError`."""
+    if shutil.which(args[0]) is None:
+        raise ClusterError(
+            f"cluster.jobqueue: slurm needs the SLURM command {args[0]!r}, which is not on "
+            "PATH: run on a machine that submits SLURM jobs (a login node)"
+        )
+    return subprocess.run(
+        list(args), input=script, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def check_submission(cluster: Any, config: ClusterConfig) -> None:
+    """Ask the batch system whether it would take ``cluster``'s jobs, submitting none.
+
+    SLURM answers ``sbatch --test-only`` with its own reason for a job it refuses (a
+    wrong partition, account or size), which becomes a :class:`ClusterError`; without
+    this check dask-jobqueue's failed submission is only logged and the run waits forever.
+    Other batch systems have no such dry run: their refusals surface as no worker
+    arriving (see :func:`wait_for_first_worker`).
+    """
+    if config.jobqueue != "slurm":
+        return
+    done = _slurm("sbatch", "--test-only", script=cluster.job_script())
+    if done.returncode:
+        reason = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "no reason"
+        raise ClusterError(
+            f"cluster.job: SLURM refuses the job ({reason.removeprefix('sbatch: ')})"
+        )
+
+
+def _pending_reasons(cluster: Any, config: ClusterConfig) -> str:
+    """Why the submitted jobs have not started, as the batch system says."""
+    ids = [job.job_id for job in cluster.workers.values() if getattr(job, "job_id", None)]
+    if not ids:
+        return "no job was submitted"
+    if config.jobqueue != "slurm":
+        return f"jobs {', '.join(ids)} are still queued"
+    done = _slurm("squeue", "--noheader", "--format=%i %P %T %r", f"--jobs={','.join(ids)}")
+    lines = [line.split(None, 3) for line in done.stdout.strip().splitlines()]
+    if not lines:
+        return f"jobs {', '.join(ids)} ended without a worker connecting (see their logs)"
+    return "; ".join(
+        f"job {job} {state.lower()} in partition {partition} ({reason})"
+        for job, partition, state, reason in (line + ["?"] * (4 - len(line)) for line in lines)
+    )
+
+
+def wait_for_first_worker(client: Any, cluster: Any, config: ClusterConfig) -> None:
+    """Wait ``config.timeout`` seconds for a worker of the submitted jobs to connect.
+
+    Raises
+    ------
+    ClusterError
+        Naming the partition and the batch system's pending reason of each job.
+    """
+    try:
+        client.wait_for_workers(1, timeout=config.timeout)
+    except TimeoutError:
+        raise ClusterError(
+            f"no {config.jobqueue} job started a worker within cluster.timeout "
+            f"({config.timeout:g} s): {_pending_reasons(cluster, config)}"
         ) from None
