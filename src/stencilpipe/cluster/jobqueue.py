@@ -214,5 +214,6 @@ def wait_for_first_worker(client: Any, cluster: Any, config: ClusterConfig) -> N
     except TimeoutError:
         raise ClusterError(
             f"no {config.jobqueue} job started a worker within cluster.timeout "
-            f"({config.timeout:g} s): {_pending_reasons(cluster, config)}"
+            f"({config.timeout:g} s): {_pending_reasons(cluster, config)}; "
+            "raise cluster.timeout to wait longer"
         ) from None
