@@ -64,14 +64,38 @@ def test_defaults_and_overrides(tmp_path):
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("input: a\noutput: b\nstages: [mean]\nbogus: 1\n", "run.yaml:4: bogus: unknown key"),
+        (
+            "input: a\noutput: b\nstages: [mean]\nbogus: 1\n",
+            "run.yaml:4: bogus: unknown key; expected one of: input, output, stages, boundary",
+        ),
+        (
+            "input: a\noutput: b\nstages: [mean]\nboundry: wrap\n",
+            "run.yaml:4: boundry: unknown key; did you mean 'boundary'?",
+        ),
         (
             "input: a\noutput: b\nstages:\n  - gausian: {sigma: 1}\n",
-            "run.yaml:4: stages.0: unknown stage 'gausian'",
+            "run.yaml:4: stages.0: unknown stage 'gausian'; did you mean 'gaussian'?",
+        ),
+        (
+            "input: a\noutput: b\nstages: [median, lapalce]\n",
+            "run.yaml:3: stages.1: unknown stage 'lapalce'; did you mean 'laplace'?",
         ),
         (
             "input: a\noutput: b\nstages:\n  - median: {sise: 3}\n",
-            "run.yaml:4: stages.0.median.sise: unknown key",
+            "run.yaml:4: stages.0.median.sise: unknown key; did you mean 'size'?",
+        ),
+        (
+            "input: a\noutput: b\nstages:\n  - stencil: {path: k.py:f, bondary: wrap}\n",
+            "run.yaml:4: stages.0.stencil.bondary: unknown key; did you mean 'boundary'?",
+        ),
+        (
+            "input: a\noutput: b\nstages: [mean]\ncluster:\n  n_wrkers: 3\n",
+            "run.yaml:5: cluster.n_wrkers: unknown key; did you mean 'n_workers'?",
+        ),
+        (
+            "input: a\noutput: b\nstages: [mean]\ncluster:\n  security:\n    tls_ca_fil: x\n"
+            "    tls_client_cert: y\n",
+            "run.yaml:6: cluster.security.tls_ca_fil: unknown key; did you mean 'tls_ca_file'?",
         ),
         (
             "input: a\noutput: b\nstages:\n  - gaussian: {sigma: abc}\n",
@@ -95,6 +119,49 @@ def test_config_mistakes_name_the_line_and_key(tmp_path, text, expected):
     with pytest.raises(ConfigError) as info:
         load_config(write(tmp_path, text))
     assert expected in str(info.value)
+
+
+#: Mistakes whose pydantic messages named internals (model and type names, regexes, union
+#: branches); each must get one line naming the key and what is expected.
+PLAIN = {
+    "stages: [{mean: 3}]": "stages.0.mean: expected a mapping (key: value), got 3",
+    "stages: [mean]\ncluster: 5": "cluster: expected a mapping (key: value), got 5",
+    "stages: [mean]\ncluster: {security: 3}": "cluster.security: expected a mapping",
+    "stages: [{stencil: 5}]": "stages.0.stencil: expected module:name, file.py:name or a mapping",
+    "stages: [{stencil: nocolon}]": "stages.0.stencil: 'nocolon' is not a stencil reference",
+    "stages: [{stencil: {path: nocolon}}]": "stages.0.stencil.path: 'nocolon' is not a stencil",
+    "stages: [{mean: {}, sobel: {}}]": "stages.0: one stage per list item",
+    "stages: [5]": "stages.0: expected a stage name or {name: {parameters}}",
+    "stages: mean": "stages: expected a list (- item), got 'mean'",
+    "stages: [mean]\nchunks: 0": "chunks: expected auto, frames per chunk",
+    "stages: [mean]\nchunks: [0, 5]": "chunks: expected auto, frames per chunk",
+    "stages: [mean]\ncluster: {security: {tls_ca_fil: x, tls_client_cert: y}}": (
+        "cluster.security.tls_ca_fil: unknown key; did you mean 'tls_ca_file'?"
+    ),
+}
+
+INTERNALS = (
+    "Extra inputs",
+    "model_type",
+    "literal_error",
+    "instance of",
+    "Value error",
+    "_params",
+    "_stage",
+    "StencilRef",
+    "Config",
+    "pattern",
+    "Field required",  # a misspelt key is said once, as the unknown key
+)
+
+
+@pytest.mark.parametrize("text", list(PLAIN))
+def test_messages_are_one_plain_line(tmp_path, text):
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, f"input: a\noutput: b\n{text}\n"))
+    message = str(info.value)
+    assert len(message.splitlines()) == 1 and PLAIN[text] in message, message
+    assert not [word for word in INTERNALS if word in message], message
 
 
 def test_bad_parameter_values_and_stencil_references_name_the_stage(tmp_path):
