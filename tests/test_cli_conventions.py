@@ -188,3 +188,13 @@ def test_wait_waits_for_the_run_that_holds_the_output(tmp_path, pngs):  # noqa: 
     assert waiting.returncode == 0, stderr
     assert json.loads(stdout)["written"] == FRAMES
     check_outputs(tmp_path / "out", frames)
+
+
+def test_no_dashboard_prints_no_link(tmp_path, pngs):  # noqa: F811
+    _, frames = pngs
+    text = cli(*APPLY, "--no-dashboard", cwd=tmp_path)
+    assert text.returncode == 0 and f"{FRAMES} written" in text.stdout, text.stderr
+    assert "dashboard:" not in text.stdout and text.stderr == ""
+    summary = json_of(cli(*APPLY, "--no-dashboard", "--json", "--overwrite", cwd=tmp_path))
+    assert summary["dashboard"] is None and summary["written"] == FRAMES
+    check_outputs(tmp_path / "out", frames)

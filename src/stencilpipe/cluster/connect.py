@@ -117,6 +117,17 @@ def _remote_client(address: str, config: ClusterConfig, tls: Security | None) ->
 # --- clusters started here --------------------------------------------------------------
 
 
+def _dashboard(config: ClusterConfig) -> dict[str, Any]:
+    """A local cluster's dashboard options; ``dashboard_address: null`` starts no dashboard.
+
+    The scheduler keeps its HTTP server (health and metrics) then; it gets a free loopback
+    port, not distributed's default 8787, which it would warn about when taken.
+    """
+    if config.dashboard_address is None:
+        return {"dashboard_address": "127.0.0.1:0", "scheduler_kwargs": {"dashboard": False}}
+    return {"dashboard_address": config.dashboard_address}
+
+
 def _local_cuda_cluster(config: ClusterConfig, tls: Security | None) -> Any:
     """dask-cuda's LocalCUDACluster: one worker per visible GPU (``n_workers`` is not used)."""
     try:
@@ -129,7 +140,7 @@ def _local_cuda_cluster(config: ClusterConfig, tls: Security | None) -> Any:
     return LocalCUDACluster(
         threads_per_worker=config.threads_per_worker,
         host="127.0.0.1",
-        dashboard_address=config.dashboard_address,
+        **_dashboard(config),
         silence_logs=_log_level(config),
         preload=[WORKER_SETUP],
         **tls_options(tls),
@@ -150,7 +161,7 @@ def _local_cluster(config: ClusterConfig, tls: Security | None) -> Any:
         threads_per_worker=config.threads_per_worker,
         processes=config.processes,
         host="127.0.0.1",
-        dashboard_address=config.dashboard_address,
+        **_dashboard(config),
         silence_logs=_log_level(config),
         # In-process workers share the client's SIGINT, which must stay.
         preload=[WORKER_SETUP] if config.processes else [],

@@ -130,7 +130,9 @@ def _scheduler_options(config: ClusterConfig, cluster_class: Any) -> dict[str, A
     """Dask's jobqueue scheduler options, the dashboard, then ``job.scheduler_options``."""
     name = cluster_class.job_cls.default_config_name()
     options = dict(dask.config.get(f"jobqueue.{name}.scheduler-options", None) or {})
-    options.setdefault("dashboard_address", config.dashboard_address)
+    # Without a dashboard the scheduler's HTTP server (health, metrics) takes a free port.
+    options.setdefault("dashboard_address", config.dashboard_address or "127.0.0.1:0")
+    options.setdefault("dashboard", config.dashboard_address is not None)
     options.update(config.job.get("scheduler_options") or {})
     return options
 
