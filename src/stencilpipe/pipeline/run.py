@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..backends import choose_backend, to_backend
-from ..cluster import connect
+from ..cluster import connect, dashboard_link
 from ..errors import ConfigError, KernelError
 from ..io import PendingWrite, TargetError, WriteReport, imread, plan_write
 from ..io.lock import Locks
@@ -264,13 +264,6 @@ class RunSummary:
         return table
 
 
-def _dashboard(client: Any) -> str | None:
-    """The dashboard link, when the scheduler serves one (one started with --no-dashboard
-    still gets a link from distributed)."""
-    link = client.dashboard_link
-    return link if link and "dashboard" in client.scheduler_info().get("services", {}) else None
-
-
 def _check_report_path(report: str, work: Plan) -> None:
     inputs = {os.path.realpath(f) for f in work.info.files}
     folders = {os.path.dirname(f) for f in inputs} if work.info.kind == "files" else set()
@@ -357,7 +350,7 @@ def _compute(
         if config.chunks == "auto" and threads and threads != planned_threads(config):
             # A scheduler that already runs: balance the chunks over the threads it has.
             work = plan(config, threads=threads, lock=locks.take)
-        dashboard = _dashboard(client)
+        dashboard = dashboard_link(client)
         if dashboard:
             console.print(f"[bold]dashboard:[/bold] {dashboard}")
         workers_before = set(client.scheduler_info()["workers"])
