@@ -4,13 +4,16 @@ TLS scheduler is refused with one line.
 A throwaway CA and certificates are made with the ``openssl`` command line tool.
 """
 
+import json
 import shutil
 import subprocess
+import sys
 import time
 
 import dask.array as da
 import numpy as np
 import pytest
+import tifffile
 import yaml
 from scipy import ndimage as ndi
 
@@ -230,3 +233,44 @@ cluster:
         ("--tls-key", "node.key"),
     ]:
         assert f"{option} {certs / name}" in worker
+
+
+def test_a_config_file_finds_its_certificates_from_any_working_directory(certs, tmp_path):
+    """Relative certificate paths resolve against the config's folder, also for workers that
+    are threads of the run (``processes: false`` over tls://), and the result is scipy's."""
+    conf = tmp_path / "conf"
+    (conf / "in").mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    frames = np.random.default_rng(8).standard_normal((3, 26, 30)).astype(np.float32)
+    for index, frame in enumerate(frames):
+        tifffile.imwrite(conf / "in" / f"f{index}.tif", frame)
+    shutil.copytree(certs, conf / "certs")
+    config = {
+        "input": "in/",
+        "output": "out/",
+        "stages": [{"mean": {"size": 3}}],
+        "boundary": "nearest",
+        "cluster": {
+            "processes": False,
+            "n_workers": 1,
+            "security": {
+                "tls_ca_file": "certs/ca.pem",
+                "tls_client_cert": "certs/client.pem",
+                "tls_client_key": "certs/client.key",
+            },
+        },
+    }
+    (conf / "run.yaml").write_text(yaml.safe_dump(config))
+    result = subprocess.run(
+        [sys.executable, "-m", "stencilpipe", "run", conf / "run.yaml", "--json"],
+        cwd=tmp_path / "elsewhere",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["written"] == 3
+    for index, frame in enumerate(frames):
+        want = ndi.uniform_filter(frame.astype(np.float64), 3, mode="nearest")
+        got = tifffile.imread(conf / "out" / f"f{index}.tif")
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
