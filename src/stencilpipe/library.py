@@ -208,7 +208,7 @@ def _pass_stencils(
     """One stencil per 1-D pass, computing (and passing on) ``float_type``."""
     steps = []
     for d, terms in enumerate(passes):
-        step = f"{name}_axis{d}_{float_type}"
+        step = f"{name}_pass{d}_{float_type}"
         body = _weighted_sum(step, terms, float_type)
         if divisor is not None and d == len(passes) - 1:
             scale = _divided_by(divisor)
@@ -249,6 +249,8 @@ def _weighted_sum(
 def sobel(axis: int = -1, *, ndim: int = 2, **options: Any) -> Stencil:
     """Sobel derivative along ``axis`` (scipy.ndimage.sobel): [-1, 0, 1] there, [1, 2, 1] across.
 
+    As scipy's, under ``constant`` it is 1-D passes, each padding its input with ``cval``.
+
     Parameters
     ----------
     axis : int
@@ -258,6 +260,8 @@ def sobel(axis: int = -1, *, ndim: int = 2, **options: Any) -> Stencil:
     **options
         ``boundary``, ``cval``, ``dtype``.
     """
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"sobel: axis must be an int, got {axis!r}")
     if not -ndim <= axis < ndim:
         raise ValueError(f"axis={axis} is out of range for a {ndim}-D sobel")
     axis %= ndim
@@ -268,7 +272,23 @@ def sobel(axis: int = -1, *, ndim: int = 2, **options: Any) -> Stencil:
         for d, o in enumerate(offset):
             weight *= (derivative if d == axis else smoothing)[o + 1]
         terms[offset] = weight
-    return _from_source("sobel", _weighted_sum("sobel", terms), {}, **options)
+    whole = _from_source("sobel", _weighted_sum("sobel", terms), {}, **options)
+    if ndim > 1:
+        # scipy's sobel is 1-D passes (the derivative, then the smoothing along each other
+        # axis), each padding its input with cval: under constant they differ from the
+        # 2-D kernel, which reads cval where the derivative pass gives 0. Under the folding
+        # modes both agree, and the 2-D kernel itself (the None entry) is faster.
+        passes = [{_along(axis, o, ndim): float(w) for o, w in zip((-1, 1), (-1, 1))}]
+        passes += [
+            {_along(d, o, ndim): float(w) for o, w in zip((-1, 0, 1), smoothing)}
+            for d in range(ndim)
+            if d != axis
+        ]
+        whole.passes = {
+            None: (whole,),
+            "constant": _pass_stencils("sobel", passes, None, "float64"),
+        }
+    return whole
 
 
 def laplace(*, ndim: int = 2, **options: Any) -> Stencil:

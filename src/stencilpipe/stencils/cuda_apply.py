@@ -203,6 +203,21 @@ def _stream(arrays: list[Any]) -> Any:
     return cuda.external_stream(pointer)
 
 
+def _apply_passes(stencil: Stencil, passes: tuple, array: Any, out: Any, cval: Any) -> Any:
+    """``stencil`` as its 1-D ``passes`` under ``constant``, each padding its input with
+    ``cval`` (scipy's sobel), intermediates on the device; only the last writes ``out``."""
+    view = _device_view(array, f"{stencil.name}: input 0")
+    check_shapes(stencil, [view])
+    in_dtype = check_dtype(view.dtype, f"{stencil.name}: input 0")
+    fill_values(cval, [in_dtype], stencil.name)  # the input's cval check, before any launch
+    out_dtype = result_dtype([in_dtype], stencil.dtype) if out is None else out.dtype
+    *first, last = passes
+    for step in first:
+        array = apply_cuda(step, [array], [], out=None, mode="constant", cval=cval)
+    last = last.with_options(dtype=out_dtype)
+    return apply_cuda(last, [array], [], out=out, mode="constant", cval=cval)
+
+
 def apply_cuda(
     stencil: Stencil, arrays: list[Any], scalars: list[Any], *, out: Any, mode: str, cval: Any
 ) -> Any:
@@ -228,6 +243,9 @@ def apply_cuda(
     device array
         ``out``, or a new CuPy array (CuPy inputs) or Numba device array (others).
     """
+    constant_passes = (stencil.passes or {}).get("constant") if mode == "constant" else None
+    if constant_passes:
+        return _apply_passes(stencil, constant_passes, arrays[0], out, cval)
     views = [_device_view(a, f"{stencil.name}: input {i}") for i, a in enumerate(arrays)]
     batch, core_shape = check_shapes(stencil, views)
     shape = batch + core_shape

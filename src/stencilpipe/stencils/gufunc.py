@@ -19,11 +19,21 @@ __all__ = ["apply_numpy", "check_out", "check_shapes", "fill_values", "overlaps"
 
 
 def fill_values(cval: Any, dtypes: list[np.dtype], name: str) -> list[Any]:
-    """``cval`` as each input's widened scalar, refusing values the input dtype cannot hold."""
-    if np.ndim(cval) != 0:
+    """``cval`` as each input's widened scalar, refusing values the input dtype cannot hold.
+
+    NaN (and infinities) fill float inputs; an integer input has no NaN to fill with.
+    """
+    if isinstance(cval, np.ndarray) and cval.ndim == 0:
+        cval = cval[()]
+    if not isinstance(cval, (int, float, np.number)):
         raise BoundaryError(f"{name}: cval must be a single number, got {cval!r}")
     values = [_fill_value(cval, dtype) for dtype in dtypes]
     for value, dtype in zip(values, dtypes):
+        if value is _NAN_IN_INTEGERS:
+            raise BoundaryError(
+                f"{name}: cval=nan needs a float input, but the input dtype is {dtype}, which "
+                "has no NaN; give a number of its range, or convert the input with .astype"
+            )
         if value is None:
             raise BoundaryError(
                 f"{name}: cval={cval!r} cannot be represented in the input dtype {dtype}; "
@@ -32,9 +42,15 @@ def fill_values(cval: Any, dtypes: list[np.dtype], name: str) -> list[Any]:
     return values
 
 
+_NAN_IN_INTEGERS = object()
+
+
 @functools.lru_cache(maxsize=256)
 def _fill_value(cval: Any, dtype: np.dtype) -> Any:
-    converted = np.asarray(cval).astype(dtype)
+    if isinstance(cval, (float, np.floating)) and np.isnan(cval):
+        return np.float64(cval) if dtype.kind == "f" else _NAN_IN_INTEGERS
+    with np.errstate(all="ignore"):  # a value out of range is refused below, not warned about
+        converted = np.asarray(cval).astype(dtype)
     if converted != cval:
         return None
     return getattr(np, wide_type_name(dtype))(converted)

@@ -1,4 +1,11 @@
-"""The store: narrowing a kernel's wide result to the output dtype, shared by all targets."""
+"""The store: narrowing a kernel's wide result to the output dtype, shared by all targets.
+
+Integer outputs saturate: a float result is rounded to nearest (half to even) and
+clipped to the output's range, compared against the range's exact float bounds
+(``2**63`` itself is the first float above int64's largest value, which has no
+float); an integer result is clipped without going through float, so 64-bit
+values stay exact. Float outputs are cast.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +13,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from .dtypes import store_bounds
-
-__all__ = ["round_if_float", "store_function"]
+__all__ = ["round_if_float", "saturate", "store_function"]
 
 
 def round_if_float(value):
@@ -23,12 +28,59 @@ def _round_if_float(value):
     return lambda value: value
 
 
+def saturate(value, to):
+    """``value`` stored as integer type ``to``: rounded if a float, clipped to ``to``'s range.
+
+    Parameters
+    ----------
+    value : int, float or bool
+        A kernel's wide result.
+    to : type
+        A NumPy integer type (``np.uint8``, ...).
+    """
+    info = np.iinfo(to)
+    if isinstance(value, (float, np.floating)):
+        value = float(np.rint(value))
+    return to(min(max(int(value), int(info.min)), int(info.max)))
+
+
+@overload(saturate, target="generic")
+def _saturate(value, to):
+    out = to.instance_type
+    info = np.iinfo(out.name)
+    lo, hi = int(info.min), int(info.max)
+    if isinstance(value, types.Float):
+        top, bottom = float(hi + 1), float(lo)  # both exact: powers of two (or 0)
+
+        def from_float(value, to):
+            rounded = np.rint(value)
+            if rounded >= top:
+                return to(hi)
+            if rounded < bottom:
+                return to(lo)
+            return to(rounded)
+
+        return from_float
+    if isinstance(value, types.Boolean):
+        return lambda value, to: to(value)
+    if not isinstance(value, types.Integer):
+        return None
+    if value.signed == out.signed and out.bitwidth >= value.bitwidth:
+        return lambda value, to: to(value)
+    if value.signed:
+        if out.bitwidth == 64:  # uint64 holds every non-negative int64
+            return lambda value, to: to(0) if value < 0 else to(value)
+        # The bounds fit in int64, and so does the value.
+        return lambda value, to: to(min(max(np.int64(value), lo), hi))
+    top_unsigned = np.uint64(hi)
+    return lambda value, to: to(hi) if np.uint64(value) > top_unsigned else to(value)
+
+
 def store_function(out_dtype: np.dtype) -> str:
     """Source of ``_sp_store(v)``, which turns a wide result into ``out_dtype``."""
-    bounds = store_bounds(out_dtype)
-    if bounds is None:
-        body = f"_sp_np.{out_dtype.name}(v)"
-    else:
-        lo, hi = bounds
-        body = f"_sp_np.{out_dtype.name}(min(max(_sp_round(v), {lo}), {hi}))"
-    return f"@device\ndef _sp_store(v):\n    return {body}\n"
+    if out_dtype.kind == "f":
+        return f"@device\ndef _sp_store(v):\n    return _sp_np.{out_dtype.name}(v)\n"
+    return (
+        "from stencilpipe.stencils.store import saturate as _sp_saturate\n\n\n"
+        f"@device\ndef _sp_store(v):\n    return _sp_saturate(v, _sp_np.{out_dtype.name})\n"
+    )
