@@ -23,6 +23,8 @@ import pytest
 import tifffile
 from scipy import ndimage as ndi
 
+from dask_processes import wait_for
+
 KERNELS = """\
     import stencilpipe as sp
 
@@ -84,19 +86,14 @@ ENV = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
 
 
 def finals(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir() if not TEMP.match(p.name))
+    """The outputs in ``folder``: neither temporary files nor the state (lock, records)."""
+    return sorted(
+        p.name for p in folder.iterdir() if not TEMP.match(p.name) and p.name != ".stencilpipe"
+    )
 
 
 def temps(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if TEMP.match(p.name))
-
-
-def wait_for(predicate, timeout: float, interval: float = 0.005, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"gave up waiting for {what}")
-        time.sleep(interval)
 
 
 def stop(process: subprocess.Popen) -> None:
@@ -277,3 +274,163 @@ def test_a_frame_whose_kernel_raises_fails_only_its_own_output(tmp_path, chunks)
             np.testing.assert_array_equal(tifffile.imread(out / path.name), want)
 
     assert result.stderr.strip() == "", shown  # the failure is listed once, on stdout
+
+
+# -- faults that end the whole run --------------------------------------------------------------
+
+
+def mount_tmpfs(folder: Path, options: str) -> None:
+    """Mount a tmpfs on ``folder`` (root only); skip the test where mounting is not allowed."""
+    folder.mkdir(exist_ok=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or done.returncode})")
+
+
+@pytest.fixture
+def mounts():
+    """Mount tmpfs file systems with ``mounts(folder, options)``; all unmounted after."""
+    made: list[Path] = []
+
+    def mount(folder: Path, options: str) -> Path:
+        mount_tmpfs(folder, options)
+        made.append(folder)
+        return folder
+
+    yield mount
+    for folder in reversed(made):
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+def check_outputs(out: Path, inputs: list[Path]) -> None:
+    for path in inputs:
+        np.testing.assert_array_equal(
+            tifffile.imread(out / path.name), smooth_oracle(tifffile.imread(path))
+        )
+
+
+def test_a_full_file_system_ends_the_run_in_one_line_and_a_rerun_resumes(tmp_path, mounts):
+    """40 outputs of 64 KiB onto a 2 MiB tmpfs: the disk fills up part-way."""
+    small = mounts(tmp_path / "small", "size=2m")
+    inputs = make_inputs(tmp_path, shape=(256, 256))
+    config = write_config(tmp_path, chunks=1)
+    out = small / "out"
+
+    result = cli("run", str(config), "--set", "output=small/out/", cwd=tmp_path)
+    shown = f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+    assert result.returncode == 2, shown
+    match = re.fullmatch(
+        r"error: no space left on device writing to (.*/)?small/out/ \((\d+) of 40 outputs "
+        r"written; free space and rerun to resume\)\n",
+        result.stderr,
+    )
+    assert match, shown
+    assert 0 < int(match[2]) < FRAMES and int(match[2]) <= len(finals(out)), shown
+    assert "failed:" not in result.stdout and "Traceback" not in result.stdout, shown
+    assert temps(out) == [] and temps(out / ".stencilpipe" / "records") == []
+    check_outputs(out, [p for p in inputs if p.name in finals(out)])  # nothing partial
+
+    subprocess.run(["mount", "-o", "remount,size=8m", str(small)], check=True)
+    rerun = cli("run", str(config), "--set", "output=small/out/", cwd=tmp_path)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    written, kept = map(int, re.search(r"(\d+) written, (\d+) kept", rerun.stdout).groups())
+    assert written + kept == FRAMES and kept >= int(match[2]), rerun.stdout
+    assert finals(out) == sorted(p.name for p in inputs)
+    check_outputs(out, inputs)
+
+
+def test_an_unwritable_output_is_refused_before_anything_is_computed(tmp_path, mounts):
+    mounts(tmp_path / "ro", "ro,size=1m")
+    make_inputs(tmp_path, frames=3, shape=(32, 40))
+    config = write_config(tmp_path)
+    result = cli("run", str(config), "--set", "output=ro/", cwd=tmp_path)
+    shown = f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+    assert result.returncode == 2, shown
+    assert re.fullmatch(
+        r"error: cannot write to (.*/)?ro/: Read-only file system \(.*ro/\.stencilpipe\)\n",
+        result.stderr,
+    ), shown
+    assert result.stdout == "", shown  # no cluster started, nothing computed
+
+
+def test_an_input_that_turns_unreadable_mid_run_fails_only_its_own_frame(tmp_path, lone_scheduler):
+    """``chunks: auto`` (2 frames a chunk): the input of one frame is overwritten with garbage
+    after the run has read the headers and submitted its tasks, before any worker exists."""
+    from distributed import Client
+
+    inputs = make_inputs(tmp_path, frames=16, shape=(64, 80))
+    config = write_config(tmp_path)
+    run = subprocess.Popen(
+        command("run", str(config), "--address", lone_scheduler.address),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
+    try:
+        with Client(lone_scheduler.address, timeout=30) as client:
+            tasks = lambda dask_scheduler: len(dask_scheduler.tasks)  # noqa: E731
+            wait_for(lambda: client.run_on_scheduler(tasks) > 0, 120, 0.1, "submitted tasks")
+        bad = inputs[5]
+        bad.write_bytes(b"not a TIFF any more " * 100)
+        lone_scheduler.add_worker()
+        stdout, stderr = run.communicate(timeout=240)
+    finally:
+        stop(run)
+    shown = f"exit {run.returncode}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    assert run.returncode == 1, shown
+    failed = [line for line in stdout.splitlines() if line.startswith("failed: ")]
+    assert len(failed) == 1 and failed[0].startswith(f"failed: {bad.name}: BadImageFile"), shown
+    assert str(bad) in failed[0], shown
+    out = tmp_path / "out"
+    assert finals(out) == sorted(p.name for p in inputs if p != bad), shown
+    assert temps(out) == []
+    check_outputs(out, [p for p in inputs if p != bad])
+
+
+def test_when_every_worker_is_lost_the_run_ends_in_one_line_and_removes_its_temporary_files(
+    tmp_path, external_cluster
+):
+    """Every worker and its nanny SIGKILLed while outputs are being written; the scheduler
+    stays. With ``cluster.timeout: 3`` the run must end, not wait for workers forever."""
+    from distributed import Client
+
+    inputs = make_inputs(tmp_path)
+    config = write_config(tmp_path, chunks=1)
+    out = tmp_path / "out"
+    with Client(external_cluster, timeout=30) as client:
+        workers = [psutil.Process(pid) for pid in client.run(os.getpid).values()]
+    nannies = [worker.parent() for worker in workers]
+
+    run = subprocess.Popen(
+        command("run", str(config), "--address", external_cluster, "--set", "cluster.timeout=3"),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
+    try:
+        wait_for(lambda: out.is_dir() and temps(out), 120, what="an output being written")
+        for process in nannies + workers:  # the nannies first: they would restart the workers
+            process.kill()
+        done_at_kill = len(finals(out))
+        stdout, stderr = run.communicate(timeout=120)
+    finally:
+        stop(run)
+    shown = f"exit {run.returncode}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    assert done_at_kill < FRAMES, "the kill came after the last output"
+    assert run.returncode == 2, shown
+    assert stderr == (
+        f"error: no workers left on {external_cluster}; finished outputs are kept, "
+        "rerun to resume\n"
+    ), shown
+    assert temps(out) == [], shown
+    assert len(finals(out)) < FRAMES
+    check_outputs(out, [p for p in inputs if p.name in finals(out)])
+    assert not (out / ".stencilpipe" / "lock").exists()

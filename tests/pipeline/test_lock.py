@@ -24,60 +24,18 @@ import pytest
 import tifffile
 from scipy import ndimage as ndi
 
+from dask_processes import DaskProcesses, wait_for
 from stencilpipe.io import imread, imsave
 from stencilpipe.io.errors import OutputBusy
 from stencilpipe.io.lock import lock_output
 
 FRAMES = 4
-ENV = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "DASK_DISTRIBUTED__WORKER__DAEMON": "False"}
-BIN = Path(sys.executable).parent
-
-
-def wait_for(predicate, what: str, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"gave up waiting for {what}")
-        time.sleep(0.05)
-
-
-class Cluster:
-    """A ``dask scheduler`` on 127.0.0.1, and workers started on request; stops them all."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder, self.processes = folder, []
-        self.log = open(folder / "cluster.log", "w")  # noqa: SIM115 - closed in stop()
-        file = folder / "scheduler.json"
-        self._start("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                    "--scheduler-file", str(file))  # fmt: skip
-        wait_for(file.exists, "the scheduler file", 60)
-        self.address = json.loads(file.read_text())["address"]
-
-    def _start(self, *args: str) -> None:
-        command = [str(BIN / "dask"), *args]
-        self.processes.append(
-            subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, env=ENV)
-        )
-
-    def add_worker(self) -> None:
-        self._start("worker", self.address, "--nthreads", "1", "--host", "127.0.0.1",
-                    "--no-dashboard")  # fmt: skip
-
-    def stop(self) -> None:
-        for process in reversed(self.processes):
-            process.terminate()
-        for process in self.processes:
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=30)
-        self.log.close()
+ENV = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
 
 
 @pytest.fixture
 def cluster(tmp_path):
-    started = Cluster(tmp_path)
+    started = DaskProcesses(tmp_path, dashboard=False)
     try:
         yield started
     finally:
@@ -142,7 +100,7 @@ def test_a_second_run_refuses_in_one_line_or_waits_for_the_first(tmp_path, stack
     out = tmp_path / "out"
     first = start_run(tmp_path, cluster.address)
     try:
-        wait_for((out / ".stencilpipe" / "lock").exists, "the first run's lock")
+        wait_for((out / ".stencilpipe" / "lock").exists, 120, what="the first run's lock")
         holder = lock_of(out)
         assert holder["pid"] == first.pid and holder["host"] == socket.gethostname()
 
@@ -177,7 +135,7 @@ def test_the_lock_of_a_killed_run_is_taken_over_and_its_temporary_files_removed(
     out = tmp_path / "out"
     first = start_run(tmp_path, cluster.address)
     try:
-        wait_for((out / ".stencilpipe" / "lock").exists, "the first run's lock")
+        wait_for((out / ".stencilpipe" / "lock").exists, 120, what="the first run's lock")
         run = lock_of(out)["run"]
         first.send_signal(signal.SIGKILL)
     finally:

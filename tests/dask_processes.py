@@ -1,0 +1,66 @@
+"""A ``dask scheduler`` and ``dask worker`` processes started by hand on 127.0.0.1, as users
+start them, for tests that need real processes (and to kill some of them)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ENV = {**os.environ, "DASK_DISTRIBUTED__WORKER__DAEMON": "False"}
+
+
+def wait_for(predicate, timeout: float, interval: float = 0.005, what: str = "") -> None:
+    """Poll ``predicate`` until it is true; TimeoutError after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"gave up waiting for {what}")
+        time.sleep(interval)
+
+
+def _dask(*args: str) -> list[str]:
+    return [str(Path(sys.executable).parent / "dask"), *args]
+
+
+class DaskProcesses:
+    """A scheduler (with a dashboard, or ``--no-dashboard``), and workers started on request,
+    each under a Nanny (which restarts a worker that dies). :meth:`stop` stops them all."""
+
+    def __init__(self, folder: Path, *, dashboard: bool = True) -> None:
+        self.processes: list[subprocess.Popen] = []
+        self.log = open(folder / "cluster.log", "w")  # noqa: SIM115 - closed in stop()
+        file = folder / "scheduler.json"
+        web = ["--dashboard-address", "127.0.0.1:0"] if dashboard else ["--no-dashboard"]
+        try:
+            self._start("scheduler", "--host", "127.0.0.1", "--port", "0", *web,
+                        "--scheduler-file", str(file))  # fmt: skip
+            wait_for(file.exists, 60, 0.1, "the scheduler file")
+        except BaseException:
+            self.stop()
+            raise
+        self.address = json.loads(file.read_text())["address"]
+
+    def _start(self, *args: str) -> subprocess.Popen:
+        process = subprocess.Popen(_dask(*args), stdout=self.log, stderr=subprocess.STDOUT, env=ENV)
+        self.processes.append(process)
+        return process
+
+    def add_worker(self) -> subprocess.Popen:
+        """Start one ``dask worker`` (a Nanny and its worker process) with one thread."""
+        return self._start("worker", self.address, "--nthreads", "1", "--host", "127.0.0.1",
+                           "--no-dashboard")  # fmt: skip
+
+    def stop(self) -> None:
+        for process in reversed(self.processes):
+            process.terminate()
+        for process in self.processes:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=30)
+        self.log.close()
