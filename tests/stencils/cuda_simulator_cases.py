@@ -214,3 +214,37 @@ def test_channel_axis_on_the_device():
     out = device(np.zeros_like(rgb))
     assert mean(device(rgb), out=out, channel_axis=-1) is out
     np.testing.assert_array_equal(host(out), mean(rgb, channel_axis=-1))
+
+
+def test_sobel_under_constant_pads_each_pass_with_cval_as_scipy_does():
+    from scipy import ndimage as ndi
+
+    x = random_array((2, 6, 7), np.float64, seed=24)
+    for axis in (0, 1):
+        got = host(sp.library.sobel(axis)(device(x), boundary="constant", cval=2.5))
+        want = np.stack([ndi.sobel(f, axis, mode="constant", cval=2.5) for f in x])
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    out = device(np.zeros((2, 6, 7), np.uint8))
+    frames = random_array((2, 6, 7), np.uint8, seed=25)
+    assert sp.library.sobel(1)(device(frames), out=out, boundary="constant", cval=9) is out
+    np.testing.assert_array_equal(
+        host(out), sp.library.sobel(1)(frames, boundary="constant", cval=9)
+    )
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64])
+def test_64_bit_integers_saturate_on_the_device(dtype):
+    low = -(2**23) if np.dtype(dtype).kind == "i" else 0
+    x = (np.random.default_rng(26).integers(low, 2**23, (5, 6)) * 2**40).astype(dtype)
+    for stencil in [sp.library.sobel(0), sp.library.laplace(), sp.library.mean(3)]:
+        got = host(stencil(device(x)))
+        np.testing.assert_array_equal(got, stencil(x))
+        want = kernel_by_loop(stencil.func, [x], halo=stencil.halo, out_dtype=dtype)
+        np.testing.assert_array_equal(got, want)
+
+
+def test_nan_cval_on_the_device():
+    x = random_array((5, 6), np.float32, seed=27)
+    got = host(sp.library.mean(3)(device(x), boundary="constant", cval=np.nan))
+    np.testing.assert_array_equal(got, sp.library.mean(3)(x, boundary="constant", cval=np.nan))
+    assert np.isnan(got[0]).all() and not np.isnan(got[1:-1, 1:-1]).any()
