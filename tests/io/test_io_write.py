@@ -249,6 +249,35 @@ def test_only_limits_the_write_to_the_named_outputs_even_with_overwrite(pngs, tm
         np.testing.assert_array_equal(tifffile.imread(out / f"{name}.tif"), expected)
 
 
+def test_a_rerun_keeps_only_outputs_whose_provenance_holds_and_whose_bytes_verify(pngs, tmp_path):
+    """imsave's own provenance: the array's graph token (here: another computation, ``+ 1``,
+    or another input file) and each output's size and checksum."""
+    folder, frames = pngs
+    out = tmp_path / "out"
+    imsave(imread(folder, chunks=(1, 32, 40)), out)
+    mtimes = {name: os.stat(out / name).st_mtime_ns for name in files_in(out)}
+    report = imsave(imread(folder, chunks=(1, 32, 40)), out)
+    assert (report.frames_written, report.frames_skipped) == (0, 5)
+    assert {name: os.stat(out / name).st_mtime_ns for name in files_in(out)} == mtimes
+
+    report = imsave(imread(folder) + 1, out)
+    assert (report.frames_written, report.frames_stale, report.frames_damaged) == (5, 5, 0)
+    np.testing.assert_array_equal(read_tiffs(out, NAMES), np.stack(frames) + 1)
+    assert "recomputed 5 stale" in str(report)
+
+    whole = (out / "img_3.tif").read_bytes()
+    (out / "img_3.tif").write_bytes(whole[: len(whole) // 2])  # truncated, as by a crash
+    (out / "img_10.tif").write_bytes(whole)  # a whole file, but another frame's
+    report = imsave(imread(folder) + 1, out)
+    assert (report.frames_written, report.frames_stale, report.frames_damaged) == (2, 0, 2)
+    np.testing.assert_array_equal(read_tiffs(out, NAMES), np.stack(frames) + 1)
+
+    Image.fromarray(frames[0] // 2).save(folder / "img_1.png")  # an input rewritten
+    report = imsave(imread(folder) + 1, out)
+    assert report.frames_stale == 5  # the graph's token covers every input
+    np.testing.assert_array_equal(tifffile.imread(out / "img_1.tif"), frames[0] // 2 + 1)
+
+
 def test_a_task_that_runs_twice_writes_the_same_bytes(pngs, tmp_path):
     folder, _ = pngs
     lazy = imsave(imread(folder), tmp_path / "out", compute=False, compression="zstd")
@@ -370,6 +399,21 @@ def test_zarr_resume_computes_only_missing_chunks(pngs, tmp_path):
     report = imsave(counting(imread(folder, chunks=(1, 32, 40)), calls), store, provenance=SAME)
     assert calls == [3] and (report.frames_written, report.frames_skipped) == (1, 4)
     np.testing.assert_array_equal(zarr.open_array(store, mode="r")[:], np.stack(frames))
+
+
+def test_zarr_chunks_of_another_computation_or_damaged_are_rewritten(pngs, tmp_path):
+    folder, frames = pngs
+    store = tmp_path / "o.zarr"
+    imsave(imread(folder, chunks=(2, 32, 40)), store)
+    report = imsave(imread(folder, chunks=(2, 32, 40)) + 1, store)
+    assert (report.frames_written, report.frames_stale) == (5, 5)
+    np.testing.assert_array_equal(zarr.open_array(store, mode="r")[:], np.stack(frames) + 1)
+
+    chunk = store / "c" / "1" / "0" / "0"  # frames 2 and 3
+    chunk.write_bytes(chunk.read_bytes()[:-3])
+    report = imsave(imread(folder, chunks=(2, 32, 40)) + 1, store)
+    assert (report.frames_written, report.frames_skipped, report.frames_damaged) == (2, 3, 2)
+    np.testing.assert_array_equal(zarr.open_array(store, mode="r")[:], np.stack(frames) + 1)
 
 
 def test_zarr_all_zero_frames_count_as_written(tmp_path):

@@ -84,7 +84,8 @@ def imsave(
         them), else the zero-padded frame index.
     provenance : Provenance, optional
         What computes ``array``, for the outputs' records. By default the Dask graph's
-        token (``array.name``: deterministic for the same computation on the same data).
+        token, ``array.name``: the same code run on the same inputs, read with the same
+        chunks, gives the same token; any other input or chunking recomputes every output.
     wait : bool
         When another run holds the target's lock, wait for it to end instead of raising
         :class:`~stencilpipe.io.errors.OutputBusy`. ``compute=False`` takes no lock.
