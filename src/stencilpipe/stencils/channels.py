@@ -20,6 +20,8 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from ..errors import KernelError
 from .cuda_apply import transposed
 from .dask_apply import is_dask_array
@@ -31,9 +33,6 @@ class _Auto:
     """The default of ``channel_axis=``: decided by :func:`resolve_channel_axis`."""
 
     def __repr__(self) -> str:
-        return "AUTO"
-
-    def __reduce__(self) -> str:
         return "AUTO"
 
 
@@ -154,6 +153,7 @@ def per_channel(
     array
         ``out``, or the result with the channel axis back where it was.
     """
+    arrays = [a if hasattr(a, "ndim") else np.asarray(a) for a in arrays]  # lists, scalars
     orders = [
         _to_batch_order(a.ndim, axis, core, f"{name}: input {i}") for i, a in enumerate(arrays)
     ]
