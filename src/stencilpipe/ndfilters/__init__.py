@@ -1,0 +1,30 @@
+"""scipy.ndimage's and dask_image.ndfilters' filters, compiled by stencilpipe's stencil compiler.
+
+A one-line switch: ``import stencilpipe.ndfilters as ndf`` where code had
+``import dask_image.ndfilters as ndf`` (or used ``scipy.ndimage``'s filters).
+The functions take dask-image's parameters, in its order, with its defaults,
+plus scipy's ``output=`` and ``axes=`` as keyword-only parameters; scipy's 1-D
+forms take scipy's. Values are scipy.ndimage's on the whole array, integer
+casting included (each separable pass stored in the output dtype, as scipy
+does); NumPy in gives NumPy out, Dask gives Dask (any chunking), CuPy gives CuPy.
+Each footprint or set of weights becomes a kernel compiled once per process;
+no scipy function runs on the data.
+"""
+
+from ._correlate import (
+    convolve,
+    convolve1d,
+    correlate,
+    correlate1d,
+    uniform_filter,
+    uniform_filter1d,
+)
+
+__all__ = [
+    "convolve",
+    "convolve1d",
+    "correlate",
+    "correlate1d",
+    "uniform_filter",
+    "uniform_filter1d",
+]

@@ -1,0 +1,159 @@
+"""Running scipy-style filters: arguments as scipy reads them, passes through compiled stencils.
+
+A filter is one or more passes (a stencil each, with its boundary mode); each
+pass stores scipy's output dtype, as scipy's separable filters do. The Stencil
+dispatches on the array's type: NumPy in, NumPy out; Dask in, Dask out (with
+the halo exchanged between chunks); CuPy in, CuPy out.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import BoundaryError
+from ..stencils import Stencil
+from ..stencils.dask_apply import is_dask_array
+from ._casting import Dtypes, as_compute_input, resolve_dtypes
+
+__all__ = [
+    "ModeError",
+    "Pass",
+    "as_array",
+    "check_axes",
+    "filter_mode",
+    "finish",
+    "normalize_sequence",
+    "run_passes",
+]
+
+#: scipy's filter modes (the grid-* names are aliases for filters) -> the compiler's.
+_MODES = {
+    "reflect": "reflect",
+    "grid-mirror": "reflect",
+    "constant": "constant",
+    "grid-constant": "constant",
+    "nearest": "nearest",
+    "mirror": "mirror",
+    "wrap": "wrap",
+    "grid-wrap": "wrap",
+}
+
+
+class ModeError(BoundaryError, RuntimeError):
+    """An unknown boundary mode (a RuntimeError too, as scipy raises)."""
+
+
+def filter_mode(mode: Any) -> str:
+    """The compiler's name of scipy filter mode ``mode``."""
+    try:
+        return _MODES[mode]
+    except (KeyError, TypeError):
+        raise ModeError(
+            f"boundary mode not supported: {mode!r}; expected one of {', '.join(_MODES)}"
+        ) from None
+
+
+def as_array(input: Any) -> Any:
+    """A Dask, CuPy or NumPy array as it is; anything else (lists, scalars) as NumPy."""
+    if is_dask_array(input) or hasattr(input, "__cuda_array_interface__"):
+        return input
+    return np.asarray(input)
+
+
+def normalize_sequence(value: Any, rank: int) -> list[Any]:
+    """``value`` repeated ``rank`` times, or as a list of ``rank`` entries (scipy's rule)."""
+    if not isinstance(value, str) and np.iterable(value):
+        values = list(value)
+        if len(values) != rank:
+            raise RuntimeError("sequence argument must have length equal to input rank")
+        return values
+    return [value] * rank
+
+
+def check_axes(axes: Any, ndim: int) -> tuple[int, ...]:
+    """scipy's ``axes=``: None is every axis; negative axes count from the end; no repeats."""
+    if axes is None:
+        return tuple(range(ndim))
+    if np.isscalar(axes):
+        axes = (operator.index(axes),)
+    elif isinstance(axes, Iterable):
+        axes = tuple(operator.index(ax) for ax in axes)
+    else:
+        raise ValueError("axes must be an integer, iterable of integers, or None")
+    for ax in axes:
+        if not -ndim <= ax < ndim:
+            raise ValueError(f"specified axis: {ax} is out of range")
+    axes = tuple(ax % ndim for ax in axes)
+    if len(set(axes)) != len(axes):
+        raise ValueError("axes must be unique")
+    return axes
+
+
+class Pass:
+    """One pass of a filter: a stencil built for the dtype it reads, and its boundary mode.
+
+    Parameters
+    ----------
+    build : callable
+        ``build(in_dtype) -> Stencil``; the stencil stores the call's store dtype.
+    mode : str
+        scipy mode name (aliases allowed).
+    """
+
+    def __init__(self, build: Callable[[np.dtype], Stencil], mode: Any):
+        self.build = build
+        self.mode = filter_mode(mode)
+
+
+def _fits(cval: Any, dtype: np.dtype) -> bool:
+    """Whether ``cval`` is exactly a value of ``dtype`` (what the compiler's fill needs)."""
+    if np.iscomplexobj(cval):
+        raise ValueError("Cannot provide a complex-valued cval when the input is real.")
+    if dtype.kind != "f" and not np.isfinite(cval):
+        return False
+    with np.errstate(all="ignore"):
+        return bool(np.asarray(cval).astype(dtype) == cval)
+
+
+def run_passes(array: Any, passes: Sequence[Pass], dtypes: Dtypes, cval: Any) -> Any:
+    """``array`` through ``passes`` in turn, each storing ``dtypes.kernel_store``.
+
+    scipy fills the outside of the array with ``cval`` as a double: where that
+    value is not one of the input's dtype (``cval=0.5`` on integers), the pass
+    reads the input as float64.
+    """
+    result = as_compute_input(array, dtypes)
+    for step in passes:
+        fill = cval if step.mode == "constant" else 0
+        if step.mode == "constant" and not _fits(cval, result.dtype):
+            result = result.astype(np.float64)
+        stencil = step.build(result.dtype)
+        result = stencil(result, boundary=step.mode, cval=fill, channel_axis=None)
+    return result
+
+
+def finish(result: Any, dtypes: Dtypes, output: Any) -> Any:
+    """The filter's return value: ``result`` in the output dtype, written into an ``output``
+    array when one was given (NumPy only, as scipy)."""
+    if result.dtype != dtypes.output:
+        result = result.astype(dtypes.output)
+    if output is None or isinstance(output, (str, type, np.dtype)):
+        return result
+    if is_dask_array(result):
+        raise TypeError("output= must be a dtype for a Dask input (the result is lazy)")
+    if output.shape != result.shape:
+        raise RuntimeError("output shape not correct")
+    output[...] = result
+    return output
+
+
+def dtypes_of(array: Any, output: Any, name: str) -> Dtypes:
+    """:func:`._casting.resolve_dtypes` for ``array`` (checking an ``output`` array's shape)."""
+    if output is not None and not isinstance(output, (str, type, np.dtype)):
+        if tuple(output.shape) != tuple(array.shape):
+            raise RuntimeError("output shape not correct")
+    return resolve_dtypes(array.dtype, output, name)

@@ -1,0 +1,267 @@
+"""Weighted filters: correlate, convolve (N-D and 1-D) and the uniform (box) filter."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from ._apply import (
+    Pass,
+    as_array,
+    check_axes,
+    dtypes_of,
+    finish,
+    normalize_sequence,
+    run_passes,
+)
+from ._kernels import correlate1d_kernel, correlate_kernel, uniform1d_kernel
+
+__all__ = [
+    "convolve",
+    "convolve1d",
+    "correlate",
+    "correlate1d",
+    "uniform_filter",
+    "uniform_filter1d",
+    "axis_index",
+    "run_1d",
+]
+
+
+def axis_index(axis: Any, ndim: int) -> int:
+    """``axis`` as a non-negative axis of an ``ndim``-D array (NumPy's AxisError otherwise)."""
+    return int(np.lib.array_utils.normalize_axis_index(axis, ndim))
+
+
+def _real_weights(weights: Any) -> np.ndarray:
+    weights = np.asarray(weights)
+    if weights.dtype.kind == "c":
+        raise TypeError("complex weights are not supported by stencilpipe.ndfilters")
+    return np.asarray(weights, dtype=np.float64)
+
+
+def _check_real_input(array: Any, name: str) -> None:
+    if array.dtype.kind == "c":
+        raise TypeError(f"{name}: complex input is not supported by stencilpipe.ndfilters")
+
+
+def _origin_1d(origin: Any, length: int) -> int:
+    origin = int(origin)
+    if origin < -(length // 2) or origin > (length - 1) // 2:
+        raise ValueError(
+            "Invalid origin; origin must satisfy -(len(weights) // 2) <= origin <= "
+            "(len(weights)-1) // 2"
+        )
+    return origin
+
+
+def run_1d(
+    array: Any,
+    name: str,
+    output: Any,
+    steps: list[tuple[Any, Any]],
+    cval: Any,
+) -> Any:
+    """``array`` through 1-D ``steps`` (``(build(store) -> Stencil, mode)`` each), every pass
+    storing the output dtype as scipy's separable filters do; the identity without steps."""
+    dtypes = dtypes_of(array, output, name)
+    store = dtypes.store
+    passes = [Pass(lambda _dtype, build=build: build(store), mode) for build, mode in steps]
+    return finish(run_passes(array, passes, dtypes, cval), dtypes, output)
+
+
+def correlate1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, origin=0):
+    """Correlate along one axis with 1-D ``weights`` (scipy.ndimage.correlate1d).
+
+    Parameters
+    ----------
+    input : array_like
+        NumPy, Dask or CuPy array.
+    weights : array_like
+        1-D weights.
+    axis : int
+        The axis filtered.
+    output : dtype or ndarray, optional
+        The output dtype (or a NumPy array to write into); default the input's.
+    mode : str
+        Boundary mode: reflect, constant, nearest, mirror, wrap (and scipy's grid-* aliases).
+    cval : scalar
+        Value outside the array under ``constant``.
+    origin : int
+        Shift of the window.
+
+    Returns
+    -------
+    array
+        Of the input's array type; values as scipy's.
+    """
+    array = as_array(input)
+    _check_real_input(array, "correlate1d")
+    weights = _real_weights(weights)
+    if weights.ndim != 1 or weights.shape[0] < 1:
+        raise RuntimeError("no filter weights given")
+    axis = axis_index(axis, array.ndim)
+    origin = _origin_1d(origin, len(weights))
+    terms = tuple(float(w) for w in weights)
+    build = functools.partial(correlate1d_kernel, terms, axis, array.ndim, origin)
+    return run_1d(array, "correlate1d", output, [(build, mode)], cval)
+
+
+def convolve1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, origin=0):
+    """Convolve along one axis with 1-D ``weights`` (scipy.ndimage.convolve1d).
+
+    Parameters are those of :func:`correlate1d`; the weights are reversed.
+    """
+    weights = _real_weights(weights)
+    if weights.ndim != 1 or weights.shape[0] < 1:
+        raise RuntimeError("no filter weights given")
+    origin = -int(origin) - (0 if len(weights) % 2 else 1)
+    return correlate1d(input, weights[::-1], axis, output, mode, cval, origin)
+
+
+def _correlate_nd(image, weights, mode, cval, origin, output, axes, convolution, name):
+    array = as_array(image)
+    _check_real_input(array, name)
+    weights = _real_weights(weights)
+    axes = check_axes(axes, array.ndim)
+    origins = normalize_sequence(origin, len(axes))
+    if len(axes) < array.ndim:
+        if weights.ndim != len(axes):
+            raise RuntimeError(f"weights.ndim ({weights.ndim}) must match len(axes) ({len(axes)})")
+        weights = np.expand_dims(weights, tuple(a for a in range(array.ndim) if a not in axes))
+        full = [0] * array.ndim
+        for o, ax in zip(origins, axes):
+            full[ax] = o
+        origins = full
+    if weights.ndim != array.ndim or 0 in weights.shape:
+        raise RuntimeError("filter weights array has incorrect shape.")
+    origins = [int(o) for o in origins]
+    if convolution:
+        weights = weights[(slice(None, None, -1),) * weights.ndim]
+        origins = [-o - (0 if n % 2 else 1) for o, n in zip(origins, weights.shape)]
+    for o, n in zip(origins, weights.shape):
+        if o < -(n // 2) or o > (n - 1) // 2:
+            raise ValueError(
+                "Invalid origin; origin must satisfy -(weights.shape[k] // 2) <= origin[k] <= "
+                "(weights.shape[k]-1) // 2"
+            )
+    if not isinstance(mode, str):
+        raise RuntimeError("A sequence of modes is not supported for non-separable footprints")
+    terms = tuple(
+        (tuple(i - n // 2 - o for i, n, o in zip(index, weights.shape, origins)), float(w))
+        for index, w in np.ndenumerate(weights)
+    )
+    dtypes = dtypes_of(array, output, name)
+    if not any(abs(w) > np.finfo(np.float64).eps for _, w in terms):
+        # scipy sums no term at all: zeros, whatever the input.
+        return finish(np.zeros_like(array, dtype=dtypes.store), dtypes, output)
+    store = dtypes.store
+    step = Pass(lambda _dtype: correlate_kernel(terms, store), mode)
+    return finish(run_passes(array, [step], dtypes, cval), dtypes, output)
+
+
+def correlate(image, weights, mode="reflect", cval=0.0, origin=0, *, output=None, axes=None):
+    """Multidimensional correlation (dask_image / scipy.ndimage ``correlate``).
+
+    Parameters
+    ----------
+    image : array_like
+        NumPy, Dask or CuPy array.
+    weights : array_like
+        Weights, one axis per image axis (or per entry of ``axes``).
+    mode : str
+        Boundary mode (scipy's names, grid-* aliases included).
+    cval : scalar
+        Value outside the array under ``constant``.
+    origin : int or sequence of int
+        Shift of the window, per axis.
+    output : dtype or ndarray, optional
+        Output dtype (or a NumPy array to write into); default the input's.
+    axes : sequence of int, optional
+        The axes filtered; default all.
+
+    Returns
+    -------
+    array
+        Of the input's array type.
+    """
+    return _correlate_nd(image, weights, mode, cval, origin, output, axes, False, "correlate")
+
+
+def convolve(image, weights, mode="reflect", cval=0.0, origin=0, *, output=None, axes=None):
+    """Multidimensional convolution (dask_image / scipy.ndimage ``convolve``).
+
+    Parameters are those of :func:`correlate`; the weights are mirrored.
+    """
+    return _correlate_nd(image, weights, mode, cval, origin, output, axes, True, "convolve")
+
+
+def _uniform_origin(size: int, origin: Any) -> int:
+    origin = int(origin)
+    if size // 2 + origin < 0 or size // 2 + origin >= size:
+        raise ValueError("invalid origin")
+    return origin
+
+
+def uniform_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0, origin=0):
+    """Mean over ``size`` elements along one axis (scipy.ndimage.uniform_filter1d).
+
+    Parameters
+    ----------
+    input : array_like
+        NumPy, Dask or CuPy array.
+    size : int
+        Window length.
+    axis, output, mode, cval, origin
+        As for :func:`correlate1d`.
+
+    Notes
+    -----
+    scipy keeps a running sum along each line, whose rounding drifts; stencilpipe
+    sums each window exactly (integers) or in order (floats). Integer outputs can
+    then differ by one where the mean is an integer that scipy's drift truncates.
+    """
+    array = as_array(input)
+    _check_real_input(array, "uniform_filter1d")
+    axis = axis_index(axis, array.ndim)
+    if size < 1:
+        raise RuntimeError("incorrect filter size")
+    origin = _uniform_origin(int(size), origin)
+    build = functools.partial(uniform1d_kernel, int(size), axis, array.ndim, origin)
+    return run_1d(array, "uniform_filter1d", output, [(build, mode)], cval)
+
+
+def uniform_filter(image, size=3, mode="reflect", cval=0.0, origin=0, *, output=None, axes=None):
+    """Multidimensional mean (dask_image / scipy.ndimage ``uniform_filter``): 1-D passes.
+
+    Parameters
+    ----------
+    image : array_like
+        NumPy, Dask or CuPy array.
+    size : int or sequence of int
+        Window size, for all axes or per axis.
+    mode : str or sequence of str
+        Boundary mode, for all axes or per axis.
+    cval, origin, output, axes
+        As for :func:`correlate`.
+
+    Notes
+    -----
+    See :func:`uniform_filter1d` for integer outputs.
+    """
+    array = as_array(image)
+    _check_real_input(array, "uniform_filter")
+    axes = check_axes(axes, array.ndim)
+    sizes = normalize_sequence(size, len(axes))
+    origins = normalize_sequence(origin, len(axes))
+    modes = normalize_sequence(mode, len(axes))
+    steps = []
+    for axis, n, o, m in zip(axes, sizes, origins, modes):
+        if n > 1:
+            build = functools.partial(
+                uniform1d_kernel, int(n), axis, array.ndim, _uniform_origin(int(n), o)
+            )
+            steps.append((build, m))
+    return run_1d(array, "uniform_filter", output, steps, cval)

@@ -1,0 +1,142 @@
+"""Kernel source for scipy's filters, written from weights and footprints, compiled once.
+
+Each builder writes the kernel a user would write (``t += 0.25 * x[-1, 0]``),
+doing scipy's arithmetic in scipy's order, so float results are the same
+doubles and integer results the same truncations; the last lines store the
+double as scipy's C code does (:func:`._casting.store_lines`). Builders are
+cached on their (hashable) arguments: a kernel is generated and compiled once
+per process (and Numba's disk cache keeps it across processes).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ..library import _from_source, _selection_network
+from ..stencils import Stencil
+from ._casting import store_lines
+
+__all__ = [
+    "Offset",
+    "correlate_kernel",
+    "correlate1d_kernel",
+    "uniform1d_kernel",
+    "rank_kernel",
+]
+
+Offset = tuple[int, ...]
+
+#: scipy drops weights within this of zero from an N-D correlation (ni_filters.c).
+_EPSILON = float(np.finfo(np.float64).eps)
+
+
+def _read(offset: Offset) -> str:
+    return "x[" + ", ".join(map(str, offset)) + "]"
+
+
+def _along(axis: int, offset: int, ndim: int) -> Offset:
+    return tuple(offset if d == axis else 0 for d in range(ndim))
+
+
+def _kernel(name: str, body: list[str], store: np.dtype) -> Stencil:
+    """The stencil of ``def name(x):`` + ``body`` (which leaves the double in ``t``)."""
+    kernel_store = np.dtype(np.uint8) if store.kind == "b" else store
+    source = "\n".join([f"def {name}(x):", *body, *store_lines("t", store)]) + "\n"
+    return _from_source(name, source, {}, dtype=kernel_store)
+
+
+@functools.lru_cache(maxsize=512)
+def correlate_kernel(terms: tuple[tuple[Offset, float], ...], store: np.dtype) -> Stencil:
+    """scipy's N-D correlation: ``sum(w * x[offset])`` in the footprint's C order.
+
+    ``terms`` are (offset, weight) in that order; weights within machine epsilon
+    of zero are left out as scipy leaves them out.
+    """
+    kept = [(offset, w) for offset, w in terms if abs(w) > _EPSILON]
+    body = ["    t = 0.0"] + [f"    t += {w!r} * {_read(offset)}" for offset, w in kept]
+    return _kernel("correlate", body, store)
+
+
+def _symmetry(weights: tuple[float, ...]) -> int:
+    """1 for symmetric, -1 for antisymmetric odd-length weights, else 0 (as ni_filters.c)."""
+    if not len(weights) % 2:
+        return 0
+    centre = len(weights) // 2
+    pairs = [(weights[centre + k], weights[centre - k]) for k in range(1, centre + 1)]
+    if all(abs(after - before) <= _EPSILON for after, before in pairs):
+        return 1
+    if all(abs(after + before) <= _EPSILON for after, before in pairs):
+        return -1
+    return 0
+
+
+@functools.lru_cache(maxsize=512)
+def correlate1d_kernel(
+    weights: tuple[float, ...], axis: int, ndim: int, origin: int, store: np.dtype
+) -> Stencil:
+    """scipy's 1-D correlation along ``axis``, with its three summation orders.
+
+    Symmetric and antisymmetric odd weights sum the pairs around the centre first,
+    ``(x[-k] + x[k]) * w[-k]``; other weights start from the last one.
+    """
+    before = len(weights) // 2
+    after = len(weights) - before - 1
+
+    def read(k: int) -> str:
+        return _read(_along(axis, k - origin, ndim))
+
+    def w(k: int) -> str:
+        return repr(weights[before + k])
+
+    symmetry = _symmetry(weights)
+    if symmetry:
+        sign = "+" if symmetry > 0 else "-"
+        body = [f"    t = {read(0)} * {w(0)}"]
+        body += [f"    t += ({read(k)} {sign} {read(-k)}) * {w(k)}" for k in range(-before, 0)]
+    else:
+        body = [f"    t = {read(after)} * {w(after)}"]
+        body += [f"    t += {read(k)} * {w(k)}" for k in range(-before, after)]
+    return _kernel("correlate1d", body, store)
+
+
+@functools.lru_cache(maxsize=128)
+def uniform1d_kernel(size: int, axis: int, ndim: int, origin: int, store: np.dtype) -> Stencil:
+    """The mean of ``size`` elements along ``axis``: a sum in order, divided once.
+
+    scipy keeps a running sum along each line (whose rounding drifts along it);
+    this sum is exact for integers, and equals scipy's at each line's start.
+    """
+    before = size // 2
+    reads = [_read(_along(axis, k - before - origin, ndim)) for k in range(size)]
+    body = [f"    t = np.float64({reads[0]})"]
+    body += [f"    t += {read}" for read in reads[1:]]
+    body.append(f"    t = t / {float(size)!r}")
+    return _kernel("uniform1d", body, store)
+
+
+@functools.lru_cache(maxsize=256)
+def rank_kernel(offsets: tuple[Offset, ...], rank: int, store: np.dtype, cast: bool) -> Stencil:
+    """The ``rank``-th smallest value over ``offsets`` (0: minimum).
+
+    Minimum and maximum are a chain of ``min``/``max``; other ranks a selection
+    network. With ``cast`` the value is stored as scipy stores a double in
+    ``store``; without, it is returned as read (the output is the input's dtype).
+    """
+    reads = [_read(offset) for offset in offsets]
+    if rank in (0, len(reads) - 1):
+        which = "min" if rank == 0 else "max"
+        body = [f"    v = {reads[0]}"] + [f"    v = {which}(v, {read})" for read in reads[1:]]
+        result = "v"
+    else:
+        body = [f"    v{k} = {read}" for k, read in enumerate(reads)]
+        body += [
+            f"    v{a}, v{b} = min(v{a}, v{b}), max(v{a}, v{b})"
+            for a, b in _selection_network(len(reads), rank)
+        ]
+        result = f"v{rank}"
+    if not cast:
+        source = "\n".join(["def rank(x):", *body, f"    return {result}"]) + "\n"
+        return _from_source("rank", source, {}, dtype=store)
+    return _kernel("rank", [*body, f"    t = np.float64({result})"], store)
