@@ -22,6 +22,7 @@ from dask.base import tokenize
 from dask.utils import parse_bytes
 
 from ..errors import ImageStackError
+from ..stencils.channels import mark_channels
 from .errors import BadImageFile
 from .formats import FrameReader, Header, scan_file
 from .sources import Source, resolve
@@ -82,6 +83,8 @@ def imread(
     """
     array, info = _open(source, chunks, skip_bad)
     register(array, info)
+    if info.kind != "zarr" and len(info.shape) == 4:
+        mark_channels(array)  # the trailing axis of RGB(A) files is never filtered across
     return array
 
 

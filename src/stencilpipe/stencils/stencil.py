@@ -62,7 +62,9 @@ class Stencil:
         For a separable filter (the library's mean and gaussian), its 1-D passes, one
         per axis, which the CPU runs instead of the 2-D kernel under reflect, mirror and
         nearest (see :meth:`strip_passes`): a tuple of stencils per input dtype that has
-        passes of its own, and under the key None for the others. None for other stencils.
+        passes of its own, and under the key None for the others; under the key
+        ``'constant'``, the passes of constant mode, each padding with ``cval`` as scipy
+        does (sobel). None for other stencils.
     """
 
     def __init__(
@@ -267,11 +269,15 @@ class Stencil:
 
         A separable filter (one with :attr:`passes`) gives its 1-D passes, when ``mode``
         folds indices into the array (reflect, mirror, nearest): the folded reads of a
-        pass along one axis are then those of the whole filter. Under ``constant`` or
-        ``wrap``, or when the stencil reads several arrays or scalars, it is one pass.
+        pass along one axis are then those of the whole filter. Under ``constant`` it
+        gives the passes of ``passes['constant']`` where it has them (each pass pads
+        with ``cval``, as scipy's sobel does), else one pass; under ``wrap``, or when the
+        stencil reads several arrays or scalars, it is one pass.
         """
         kernels: tuple[Stencil, ...] = (self,)
-        if self.passes and mode not in ("constant", "wrap"):
+        if self.passes and mode == "constant":
+            kernels = self.passes.get("constant", kernels)
+        elif self.passes and mode != "wrap":
             kernels = self.passes.get(in_dtype) or self.passes[None]
         passes, dtype = [], in_dtype
         for k, kernel in enumerate(kernels):
@@ -427,9 +433,13 @@ def stencil(
     Returns
     -------
     Stencil
-        Call it as ``f(*arrays, *scalars, out=None, boundary=None, cval=None)``.
-        Core dimensions are the last ``f.ndim``; leading ones are batch
-        dimensions and broadcast. It returns ``out`` (allocated if not given).
+        Call it as ``f(*arrays, *scalars, out=None, boundary=None, cval=None,
+        channel_axis=AUTO)``. Core dimensions are the last ``f.ndim``; leading ones
+        are batch dimensions and broadcast. ``channel_axis`` (an int, or None for none)
+        names an axis that is never filtered across, as scikit-image's; by default it is
+        the trailing colour axis of a stack read from RGB(A) files, and none otherwise
+        (a NumPy ``(h, w, 3)`` array is an image 3 pixels wide). ``out`` may overlap the
+        inputs. It returns ``out`` (allocated if not given).
 
     Examples
     --------
