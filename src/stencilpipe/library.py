@@ -43,14 +43,9 @@ def _window(size: int | Sequence[int], ndim: int) -> list[tuple[int, int]]:
 
 
 def _from_source(name: str, source: str, namespace: dict[str, Any], **options: Any) -> Stencil:
-    """Compile kernel ``source`` defining ``name`` and decorate it, keeping its source readable."""
-    filename = f"<stencilpipe.library {name} {abs(hash(source)):x}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    # A module name, so that pickle does not search every loaded module for the function
-    # (which touches deprecated ones); the kernel is then pickled by value.
-    scope = {"np": np, "__name__": __name__, **namespace}
-    exec(compile(source, filename, "exec"), scope)
-    return stencil(scope[name], **options)
+    """Compile kernel ``source`` defining ``name`` and decorate it, keeping its source readable
+    (and the stencil picklable, as its source)."""
+    return Stencil.from_source(name, source, namespace, module=__name__, **options)
 
 
 def _loops(window: list[tuple[int, int]], body: str) -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import KernelError
+from .compile_lock import compile_lock
 
 __all__ = ["KernelInfo", "analyse_kernel", "kernel_env", "index_interval", "range_arguments"]
 
@@ -76,7 +77,8 @@ def _parse(func: Callable[..., Any]) -> ast.FunctionDef:
             f"kernel {name!r}: its source cannot be read ({exc}); define it with `def` "
             "in a file or notebook cell, not with exec or in an interactive prompt"
         ) from None
-    tree = ast.parse(source)
+    with compile_lock:  # ast.parse is not thread-safe (see .compile_lock)
+        tree = ast.parse(source)
     node = tree.body[0] if tree.body else None
     if not isinstance(node, ast.FunctionDef):
         raise KernelError(f"kernel {name!r}: a stencil must be a plain `def` function")

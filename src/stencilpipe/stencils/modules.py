@@ -3,7 +3,9 @@
 Numba's ``cache=True`` needs a source file: each specialisation is written to
 ``<cache dir>/<kernel>_<hash>.py`` (atomically; the hash covers the source and
 the runtime helpers it imports) and imported from there. A later process that
-generates the same source finds the file and Numba's compiled code beside it.
+generates the same source finds the file and Numba's compiled code beside it;
+processes filling the directory at once read and write that code under a file lock
+(:mod:`.compile_lock`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from functools import cache
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from .compile_lock import compile_lock, lock_cache_files
 
 __all__ = ["cache_dir", "load_module"]
 
@@ -74,6 +78,11 @@ def load_module(name: str, source: str, injected: dict[str, Any] | None = None) 
         Objects placed in the module's namespace before it runs, for names the
         source uses but cannot define itself.
     """
+    with compile_lock:  # exec compiles; and two threads must not load one module twice
+        return _load_module(name, source, injected)
+
+
+def _load_module(name: str, source: str, injected: dict[str, Any] | None) -> ModuleType:
     digest = hashlib.sha256((_runtime_fingerprint() + source).encode()).hexdigest()[:20]
     module_name = f"_stencilpipe_gen_{name}_{digest}"
     if module_name in sys.modules and not injected:
@@ -86,6 +95,7 @@ def load_module(name: str, source: str, injected: dict[str, Any] | None = None) 
     module = importlib.util.module_from_spec(spec)
     module.__dict__.update(injected or {})
     spec.loader.exec_module(module)
+    lock_cache_files(module)
     if not injected:
         sys.modules[module_name] = module
     return module

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from .analysis import KernelInfo
+from .compile_lock import compile_lock
 from .dtypes import wide_type_name
 from .store import store_function
 from .unroll import unroll_constant_loops
@@ -111,7 +112,8 @@ def _statement_line_map(
     ``transformed`` statements still carry the kernel's line numbers; parsing
     the generated source back gives the same statements in the same order.
     """
-    generated = ast.parse(generated_src).body[0]
+    with compile_lock:  # ast.parse is not thread-safe (see .compile_lock)
+        generated = ast.parse(generated_src).body[0]
     ours = [n for s in generated.body for n in ast.walk(s) if isinstance(n, ast.stmt)]
     theirs = [n for s in transformed for n in ast.walk(s) if isinstance(n, ast.stmt)]
     return {g.lineno + offset: t.lineno for g, t in zip(ours, theirs)}

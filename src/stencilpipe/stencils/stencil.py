@@ -11,7 +11,10 @@ from __future__ import annotations
 import ast
 import contextlib
 import functools
+import hashlib
+import linecache
 import re
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -22,6 +25,7 @@ from .analysis import KernelInfo, analyse_kernel, kernel_env
 from .boundary import validate_mode
 from .channels import AUTO, per_channel, resolve_channel_axis
 from .codegen_cpu import cpu_module_source
+from .compile_lock import compile_lock
 from .cuda_apply import apply_cuda, is_device_array
 from .dask_apply import apply_dask, is_dask_array
 from .dtypes import check_dtype
@@ -87,6 +91,7 @@ class Stencil:
         self.dtype = None if dtype is None else check_dtype(dtype, f"dtype= of {self.info.name!r}")
         self._compiled: dict[tuple, CompiledKernel] = {} if _compiled is None else _compiled
         self.passes = _passes
+        self._recipe: tuple | None = None
         functools.update_wrapper(self, func, updated=())
 
     # -- description -----------------------------------------------------------------------
@@ -121,7 +126,7 @@ class Stencil:
         if unknown:
             raise TypeError(f"with_options() got unknown option(s): {', '.join(sorted(unknown))}")
         merged = {"boundary": self.boundary, "cval": self.cval, "dtype": self.dtype, **options}
-        return Stencil(
+        copy = Stencil(
             self.func,
             neighborhood=self.neighborhood,
             _info=self.info,
@@ -129,6 +134,8 @@ class Stencil:
             _passes=self.passes,
             **merged,
         )
+        copy._recipe = self._recipe
+        return copy
 
     def __dask_tokenize__(self) -> tuple:
         """Deterministic identity for Dask task names: the kernel's code, its constants, options."""
@@ -147,7 +154,67 @@ class Stencil:
             str(self.dtype),
         )
 
+    @classmethod
+    def from_source(
+        cls,
+        name: str,
+        source: str,
+        namespace: dict[str, Any] | None = None,
+        *,
+        module: str = __name__,
+        **options: Any,
+    ) -> Stencil:
+        """The stencil of the kernel ``name`` that ``source`` defines (a generated kernel).
+
+        The source stays readable (``inspect.getsource``), and the stencil pickles, with
+        plain :mod:`pickle` too, as this source, ``namespace`` and its options.
+
+        Parameters
+        ----------
+        name : str
+            The kernel function that ``source`` defines.
+        source : str
+            Python source; ``np`` is NumPy in it.
+        namespace : dict, optional
+            Further globals of the source (picklable constants).
+        module : str
+            The module the kernel says it comes from (``__module__``).
+        **options
+            ``boundary``, ``cval``, ``dtype``, ``neighborhood`` as for :func:`stencil`.
+        """
+        namespace = dict(namespace or {})
+        filename = f"<{module} {name} {hashlib.sha256(source.encode()).hexdigest()[:12]}>"
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        scope = {"np": np, "__name__": module, **namespace}
+        with compile_lock:  # compile() and the analysis share CPython's unsafe ast state
+            exec(compile(source, filename, "exec"), scope)
+            made = cls(scope[name], **options)
+        made._recipe = (name, source, namespace, module)
+        return made
+
     # -- pickling: compiled code stays behind, each process compiles (and disk-caches) its own --
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """Pickle by reference what can be found again by name, by source what was generated.
+
+        A stencil defined at the top of an importable module is that module's attribute; a
+        copy of it (:meth:`with_options`), or one decorated from a module-level function,
+        is that plus its options; one made by :meth:`from_source` (the library's filters)
+        is its source. Others (closures, kernels of ``__main__``) pickle their state, which
+        cloudpickle (Dask's) can ship.
+        """
+        options = {"boundary": self.boundary, "cval": self.cval, "dtype": self.dtype}
+        if self._recipe is not None:
+            return _from_recipe, (self._recipe, options, self.neighborhood, self.passes)
+        module = getattr(self.func, "__module__", None)
+        found = _find(module, getattr(self.func, "__qualname__", ""))
+        if found is self:
+            return self.__qualname__
+        if isinstance(found, Stencil) and found.func is self.func:
+            return _with_options, (found, options, self.passes)
+        if found is self.func:
+            return _decorated, (self.func, options, self.neighborhood, self.passes)
+        return super().__reduce_ex__(protocol)
+
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_compiled"] = {}
@@ -248,18 +315,25 @@ class Stencil:
         key = (target, in_dtypes, out_dtype, mode)
         kernel = self._compiled.get(key)
         if kernel is None:
-            if target == "cuda":
-                from .codegen_cuda import cuda_module_source as module_source
-            else:
-                module_source = cpu_module_source
-            env = kernel_env(self.func)
-            prelude, injected = resolve_free_names(self.info, env)
-            generated = module_source(
-                self.info, env, in_dtypes, out_dtype, mode, prelude, cache=not injected
-            )
-            module = load_module(f"{self.name}_{target}", generated.source, injected)
-            kernel = CompiledKernel(self, module, generated.line_map, in_dtypes)
-            self._compiled[key] = kernel
+            with compile_lock:  # generated once, however many threads ask at once
+                kernel = self._compiled.get(key) or self._generate(key)
+        return kernel
+
+    def _generate(self, key: tuple) -> CompiledKernel:
+        """Generate and load the module of one specialisation (``compile_lock`` held)."""
+        target, in_dtypes, out_dtype, mode = key
+        if target == "cuda":
+            from .codegen_cuda import cuda_module_source as module_source
+        else:
+            module_source = cpu_module_source
+        env = kernel_env(self.func)
+        prelude, injected = resolve_free_names(self.info, env)
+        generated = module_source(
+            self.info, env, in_dtypes, out_dtype, mode, prelude, cache=not injected
+        )
+        module = load_module(f"{self.name}_{target}", generated.source, injected)
+        kernel = CompiledKernel(self, module, generated.line_map, in_dtypes)
+        self._compiled[key] = kernel
         return kernel
 
     def strip_passes(
@@ -318,6 +392,41 @@ class Stencil:
         out_dtype = self.dtype or dtype
         kernel = self.compiled(in_dtypes, out_dtype, validate_mode(boundary or self.boundary))
         return kernel.source
+
+
+def _find(module: str | None, qualname: str) -> Any:
+    """The object ``module.qualname`` names, if the module is loaded and not ``__main__``
+    (whose objects another process cannot import)."""
+    if module in (None, "__main__") or module not in sys.modules or "<locals>" in qualname:
+        return None
+    found: Any = sys.modules[module]
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    return found
+
+
+def _with_passes(made: Stencil, passes: dict | None) -> Stencil:
+    made.passes = passes
+    return made
+
+
+def _from_recipe(recipe: tuple, options: dict, neighborhood: Any, passes: dict | None) -> Stencil:
+    """Unpickle a stencil of :meth:`Stencil.from_source`."""
+    name, source, namespace, module = recipe
+    made = Stencil.from_source(
+        name, source, namespace, module=module, neighborhood=neighborhood, **options
+    )
+    return _with_passes(made, passes)
+
+
+def _with_options(original: Stencil, options: dict, passes: dict | None) -> Stencil:
+    """Unpickle a copy of a module-level stencil."""
+    return _with_passes(original.with_options(**options), passes)
+
+
+def _decorated(func: Callable, options: dict, neighborhood: Any, passes: dict | None) -> Stencil:
+    """Unpickle a stencil of a module-level function."""
+    return _with_passes(Stencil(func, neighborhood=neighborhood, **options), passes)
 
 
 class CompiledKernel:
