@@ -171,3 +171,52 @@ def test_fresh_processes_fill_one_empty_cache_at_once_and_a_later_one_loads_it(t
     want = np.stack([[FILTERS_2D[b](FILTERS_2D[a](frame)) for frame in x] for a, b in pairs])
     for k in range(3):
         np.testing.assert_allclose(np.load(tmp_path / f"run{k}.npy"), want, rtol=1e-12)
+
+
+SIGNATURE_SCRIPT = textwrap.dedent(
+    """
+    import pathlib, sys, time
+    import numpy as np, stencilpipe as sp
+    from numba.core import caching
+
+    folder, variant = pathlib.Path(sys.argv[1]), sys.argv[2]
+    real_load_index = caching.IndexDataCacheFile._load_index
+
+    def load_index_then_meet_the_other(self):
+        # Widens the window between Numba reading an index and writing it back: the first
+        # save of `apply` waits (at most 3 s) until the other process reaches the same point.
+        index = real_load_index(self)
+        first_save = "apply" in self._index_name and not (folder / variant).exists()
+        if variant != "both" and first_save and sys._getframe(1).f_code.co_name == "save":
+            (folder / variant).touch()
+            deadline = time.monotonic() + 3
+            while len(list(folder.glob("[ab]"))) < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+        return index
+
+    caching.IndexDataCacheFile._load_index = load_index_then_meet_the_other
+    f = sp.library.sobel(0)
+    x = np.random.default_rng(1).random((2, 16, 16))
+    inputs = {"a": [x], "b": [x[:, :, ::2]], "both": [x, x[:, :, ::2]]}[variant]
+    results = [f(v) for v in inputs]  # a C-contiguous and a strided input: two signatures
+    np.save(folder / f"{variant}.npy", np.concatenate(results, axis=-1))
+    stats = f.compiled((x.dtype,), x.dtype, "reflect").apply.stats
+    print(sum(stats.cache_misses.values()), sum(stats.cache_hits.values()))
+    """
+)
+
+
+def test_two_processes_saving_two_signatures_of_one_kernel_at_once_keep_both(tmp_path):
+    env = {"STENCILPIPE_CACHE_DIR": str(tmp_path / "cache"), "PATH": ""}
+
+    def run(variant):
+        command = [sys.executable, "-c", SIGNATURE_SCRIPT, str(tmp_path), variant]
+        return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
+
+    savers = [run("a"), run("b")]
+    assert [process.communicate(timeout=120)[0].split() for process in savers] == [["1", "0"]] * 2
+    # A later process finds both signatures in the cache, each with its own machine code.
+    assert run("both").communicate(timeout=120)[0].split() == ["0", "2"]
+    x = np.random.default_rng(1).random((2, 16, 16))
+    want = np.concatenate([[ndi.sobel(frame, 0) for frame in v] for v in (x, x[:, :, ::2])], -1)
+    np.testing.assert_allclose(np.load(tmp_path / "both.npy"), want, rtol=1e-12)

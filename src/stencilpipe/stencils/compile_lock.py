@@ -48,32 +48,33 @@ def _file_lock(path: Path) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
-class _LockedCache:
-    """A Numba function cache whose loads and saves hold the module's file lock."""
+class _LockedIndex:
+    """A Numba cache's index and data files, each load and each save under a file lock."""
 
-    def __init__(self, cache: Any, lock_path: Path):
-        self._cache = cache
+    def __init__(self, files: Any, lock_path: Path):
+        self._files = files
         self._lock_path = lock_path
 
-    def load_overload(self, sig: Any, target_context: Any) -> Any:
+    def load(self, key: Any) -> Any:
         with _file_lock(self._lock_path):
-            return self._cache.load_overload(sig, target_context)
+            return self._files.load(key)
 
-    def save_overload(self, sig: Any, data: Any) -> None:
+    def save(self, key: Any, data: Any) -> None:
         with _file_lock(self._lock_path):
-            self._cache.save_overload(sig, data)
+            self._files.save(key, data)
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._cache, name)
+        return getattr(self._files, name)
 
 
 def lock_cache_files(module: ModuleType) -> None:
-    """Make the disk cache of each Numba function of a generated ``module`` read and
-    written under ``<module file>.lock`` (if it caches: its ``_SP_CACHE`` is true)."""
+    """Make the disk cache of each Numba function (CPU or CUDA) of a generated ``module``
+    read and written under ``<module file>.lock`` (if it caches: its ``_SP_CACHE`` is true)."""
     if not getattr(module, "_SP_CACHE", False):
         return
     lock_path = Path(module.__file__).with_suffix(".lock")
     for value in vars(module).values():
         cache = getattr(value, "_cache", None)
-        if callable(getattr(cache, "save_overload", None)):
-            value._cache = _LockedCache(cache, lock_path)
+        files = getattr(cache, "_cache_file", None)
+        if files is not None and not isinstance(files, _LockedIndex):
+            cache._cache_file = _LockedIndex(files, lock_path)
