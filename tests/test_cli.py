@@ -162,8 +162,9 @@ def test_inspect_validate_filters(tmp_path, pngs):
         assert f"\n{name}(" in "\n" + listed.output
 
 
-def test_a_frame_that_fails_during_the_run_fails_only_its_own_output(tmp_path):
-    folder = tmp_path / "in"
+def stack_with_a_bad_frame(folder):
+    """Three zlib TIFFs of one 64x64 uint8 frame in ``folder``; ``img_1.tif``'s pixels are
+    garbage under intact headers, so it fails only when read. Returns the frame."""
     folder.mkdir()
     frame = np.random.default_rng(1).integers(0, 256, (64, 64), dtype=np.uint8)
     for index in range(3):
@@ -172,8 +173,13 @@ def test_a_frame_that_fails_during_the_run_fails_only_its_own_output(tmp_path):
     data = bytearray(broken.read_bytes())
     with tifffile.TiffFile(broken) as tif:
         offset = tif.pages[0].dataoffsets[0]
-    data[offset + 2 : offset + 40] = b"\xff" * 38  # headers intact, compressed pixels garbage
+    data[offset + 2 : offset + 40] = b"\xff" * 38
     broken.write_bytes(bytes(data))
+    return frame
+
+
+def test_a_frame_that_fails_during_the_run_fails_only_its_own_output(tmp_path):
+    frame = stack_with_a_bad_frame(tmp_path / "in")
     config = tmp_path / "run.yaml"
     config.write_text("input: in/*.tif\noutput: out/\nstages: [{mean: {size: 3}}]\nchunks: 1\n")
     result = cli("run", config, "--workers", "1", cwd=tmp_path)

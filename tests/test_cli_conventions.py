@@ -16,7 +16,14 @@ import tifffile
 
 import stencilpipe
 from stencilpipe.io.lock import lock_output
-from test_cli import FRAMES, cli, oracle, pngs, write_config  # noqa: F401 - pngs: a fixture
+from test_cli import (  # noqa: F401 - pngs: a fixture
+    FRAMES,
+    cli,
+    oracle,
+    pngs,
+    stack_with_a_bad_frame,
+    write_config,
+)
 
 APPLY = ("apply", "mean:size=3,sobel:axis=0", "in/*.png", "out/", "--workers", "1")
 
@@ -39,9 +46,7 @@ def check_outputs(folder, frames):
 def test_version_comes_from_the_installed_metadata():
     installed = importlib.metadata.version("stencilpipe")
     assert stencilpipe.__version__ == installed
-    result = subprocess.run(
-        [sys.executable, "-m", "stencilpipe", "--version"], capture_output=True, text=True
-    )
+    result = cli("--version", cwd=".")
     assert result.returncode == 0 and result.stdout == f"stencilpipe, version {installed}\n"
     # A source tree that is not installed still imports, with a version that says so.
     not_installed = (
@@ -84,17 +89,7 @@ def test_json_quiet_and_overwrite_on_apply_and_run(tmp_path, pngs):  # noqa: F81
 
 
 def test_json_on_failure_is_still_one_object(tmp_path):
-    folder = tmp_path / "in"
-    folder.mkdir()
-    frame = np.random.default_rng(1).integers(0, 256, (32, 32), dtype=np.uint8)
-    for index in range(3):
-        tifffile.imwrite(folder / f"img_{index}.tif", frame, compression="zlib")
-    broken = folder / "img_1.tif"
-    data = bytearray(broken.read_bytes())
-    with tifffile.TiffFile(broken) as tif:
-        offset = tif.pages[0].dataoffsets[0]
-    data[offset + 2 : offset + 30] = b"\xff" * 28  # headers intact, compressed pixels garbage
-    broken.write_bytes(bytes(data))
+    stack_with_a_bad_frame(tmp_path / "in")
     failed = cli("apply", "mean:size=3", "in/", "out/", "--workers", "1", "--json", cwd=tmp_path)
     assert failed.returncode == 1, failed.stdout + failed.stderr
     summary = json_of(failed)

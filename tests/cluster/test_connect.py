@@ -2,8 +2,6 @@
 
 import json
 import os
-import subprocess
-import sys
 import time
 from urllib.parse import urlparse
 
@@ -17,6 +15,7 @@ import stencilpipe as sp
 from stencilpipe.cluster import connect, dashboard_link
 from stencilpipe.errors import ClusterError
 from stencilpipe.pipeline.config import ClusterConfig
+from test_cli import cli
 
 
 def test_an_unreachable_scheduler_fails_within_the_timeout_with_one_clear_message():
@@ -69,13 +68,7 @@ def test_processes_false_runs_the_workers_as_threads_of_the_run(tmp_path):
         "input: in/\noutput: out/\nstages:\n  - gaussian: {sigma: 1.0}\n  - maximum: {size: 3}\n"
         "boundary: nearest\ncluster: {processes: false, n_workers: 2, threads_per_worker: 2}\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-m", "stencilpipe", "run", "run.yaml", "--json"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = cli("run", "run.yaml", "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert summary["written"] == 4 and urlparse(summary["dashboard"]).hostname == "127.0.0.1"

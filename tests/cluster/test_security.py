@@ -7,7 +7,6 @@ A throwaway CA and certificates are made with the ``openssl`` command line tool.
 import json
 import shutil
 import subprocess
-import sys
 import time
 
 import dask.array as da
@@ -22,6 +21,7 @@ from stencilpipe.cluster import connect
 from stencilpipe.cluster.connect import job_script
 from stencilpipe.errors import ClusterError, ConfigError
 from stencilpipe.pipeline.config import ClusterConfig, SecurityConfig, parse_config
+from test_cli import cli
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
 
@@ -261,13 +261,7 @@ def test_a_config_file_finds_its_certificates_from_any_working_directory(certs, 
         },
     }
     (conf / "run.yaml").write_text(yaml.safe_dump(config))
-    result = subprocess.run(
-        [sys.executable, "-m", "stencilpipe", "run", conf / "run.yaml", "--json"],
-        cwd=tmp_path / "elsewhere",
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = cli("run", conf / "run.yaml", "--json", cwd=tmp_path / "elsewhere")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["written"] == 3
     for index, frame in enumerate(frames):

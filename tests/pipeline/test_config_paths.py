@@ -3,8 +3,6 @@ directory (as docker compose does), the same in ``validate``, ``run --dry-run`` 
 paths given on the command line resolve against the working directory."""
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -14,6 +12,7 @@ from scipy import ndimage as ndi
 from stencilpipe.cluster.connect import security
 from stencilpipe.errors import ClusterError
 from stencilpipe.pipeline.config import load_config
+from test_cli import cli
 
 FRAMES = 3
 
@@ -54,16 +53,6 @@ def project(tmp_path):
     (conf / "kernels.py").write_text(KERNELS)
     (conf / "run.yaml").write_text(CONFIG)
     return tmp_path, conf, frames
-
-
-def cli(*args, cwd):
-    return subprocess.run(
-        [sys.executable, "-m", "stencilpipe", *map(str, args)],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def test_validate_dry_run_and_run_resolve_against_the_config_folder(project):
