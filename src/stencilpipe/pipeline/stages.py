@@ -9,8 +9,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import cloudpickle
-
 from .. import library
 from ..errors import ConfigError, StencilpipeError
 from ..stencils import Chain, Stencil, chain, stencil
@@ -19,18 +17,31 @@ from .config import PipelineConfig
 __all__ = ["build_chain", "load_user_stencil"]
 
 
+#: The stencil files loaded in this process, by path.
+_FILE_MODULES: dict[Path, ModuleType] = {}
+
+
 def _module_from_file(path: Path) -> ModuleType:
-    name = f"_stencilpipe_user_{path.stem}_{abs(hash(str(path))):x}"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    # Workers may not have this file on their path: ship its functions by value.
-    cloudpickle.register_pickle_by_value(module)
-    return module
+    """Run the stencil file ``path`` as a module, once per process.
+
+    The module is in ``sys.modules`` only while it runs. Worker processes cannot import it
+    by name, so what it defines must not pickle as a reference to it: out of
+    ``sys.modules``, its stencils and functions pickle by value (as cloudpickle, Dask's
+    pickler, ships what it cannot find by name).
+    """
+    path = path.resolve()
+    if path not in _FILE_MODULES:
+        name = f"_stencilpipe_user_{path.stem}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # while it runs, as an import would (dataclasses need it)
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            del sys.modules[name]
+        _FILE_MODULES[path] = module
+    return _FILE_MODULES[path]
 
 
 def load_user_stencil(reference: str, base_dir: Path) -> Stencil:
