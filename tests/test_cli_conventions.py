@@ -97,6 +97,10 @@ def test_json_on_failure_is_still_one_object(tmp_path):
     (failure,) = summary["failures"]
     assert failure["file"].endswith("img_1.tif") and "BadImageFile" in failure["error"]
 
+    quiet = cli("apply", "mean:size=3", "in/", "out/", "--overwrite", "-q", cwd=tmp_path)
+    assert quiet.returncode == 1 and quiet.stdout == ""
+    assert quiet.stderr.startswith("failed: img_1.tif: BadImageFile"), quiet.stderr
+
     refused = cli("apply", "blur:size=3", "in/", "out/", "--json", cwd=tmp_path)
     assert refused.returncode == 2
     assert json_of(refused) == {

@@ -146,7 +146,9 @@ _RUN_OPTIONS = [
         "--report", type=click.Path(dir_okay=False), help="Save Dask's performance report (HTML)."
     ),
     _json_flag,
-    click.option("-q", "--quiet", is_flag=True, help="Print nothing on stdout on success."),
+    click.option(
+        "-q", "--quiet", is_flag=True, help="Print nothing on stdout (failures go to stderr)."
+    ),
     click.option(
         "-v", "--verbose", is_flag=True, help="Print each phase of the run, timed, on stderr."
     ),
@@ -188,6 +190,9 @@ def _run_config(config: Any, options: RunOptions) -> None:
     if options.json_output:
         click.echo(json.dumps(summary.as_dict()))
     if summary.failures:
+        if options.quiet and not options.json_output:  # quiet, but not about what failed
+            for failure in summary.failures:
+                click.echo(f"failed: {failure}", err=True)
         sys.exit(EXIT_FAILED_FRAMES)
 
 
