@@ -1,5 +1,6 @@
-"""Resume that is never stale: ``stencilpipe run`` (a subprocess, an embedded cluster) keeps an
-output only when its provenance record matches and its bytes verify.
+"""Resume that is never stale: ``stencilpipe run`` (a subprocess, on a ``dask scheduler`` and
+worker started here) keeps an output only when its provenance record matches and its bytes
+verify.
 
 Oracles: scipy's ``uniform_filter`` (rounded to nearest, as the library's mean documents) and
 files read back by tifffile and zarr; "untouched" is the file's ``mtime_ns``.
@@ -7,6 +8,7 @@ files read back by tifffile and zarr; "untouched" is the file's ``mtime_ns``.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -19,6 +21,8 @@ import pytest
 import tifffile
 import zarr
 from scipy import ndimage as ndi
+
+from dask_processes import DaskProcesses
 
 FRAMES = 6
 SHAPE = (48, 64)
@@ -41,14 +45,31 @@ def stack(tmp_path) -> dict[str, np.ndarray]:
     (tmp_path / "in").mkdir()
     (tmp_path / "run.yaml").write_text(
         "input: in/*.tif\noutput: out/\nstages:\n  - mean: {size: 3}\n"
-        "cluster: {n_workers: 1, threads_per_worker: 2}\n"
     )
     return {f"f{i}": write_frame(tmp_path / "in" / f"f{i}.tif", i) for i in range(FRAMES)}
 
 
-def run(tmp_path: Path, *overrides: str) -> str:
-    """``stencilpipe run run.yaml --set ...``; its stdout (the summary)."""
-    sets = [arg for item in overrides for arg in ("--set", item)]
+@pytest.fixture(scope="module")
+def scheduler(tmp_path_factory):
+    """One ``dask scheduler`` and worker for the module's runs (each run would otherwise
+    start and stop a cluster of its own): its address."""
+    processes = DaskProcesses(tmp_path_factory.mktemp("cluster"), dashboard=False)
+    try:
+        processes.add_worker()
+        yield processes.address
+    finally:
+        processes.stop()
+
+
+@pytest.fixture
+def run(tmp_path, scheduler):
+    """``run(*overrides)``: ``stencilpipe run run.yaml --set ...`` on the module's cluster;
+    its stdout (the summary)."""
+    return functools.partial(run_on, tmp_path, scheduler)
+
+
+def run_on(tmp_path: Path, address: str, *overrides: str) -> str:
+    sets = [arg for item in (f"cluster.address={address}", *overrides) for arg in ("--set", item)]
     result = subprocess.run(
         [sys.executable, "-m", "stencilpipe", "run", "run.yaml", *sets],
         cwd=tmp_path,
@@ -78,19 +99,19 @@ def check_outputs(out: Path, frames: dict[str, np.ndarray], size: int) -> None:
 
 
 def test_identical_rerun_keeps_all_a_rewritten_input_and_damaged_outputs_are_recomputed(
-    tmp_path, stack
+    tmp_path, stack, run
 ):
     out = tmp_path / "out"
-    assert counts(run(tmp_path)) == (FRAMES, 0, "")
+    assert counts(run()) == (FRAMES, 0, "")
     check_outputs(out, stack, 3)
 
     before = mtimes(out)
-    assert counts(run(tmp_path)) == (0, FRAMES, "")
+    assert counts(run()) == (0, FRAMES, "")
     assert mtimes(out) == before  # not one output rewritten
 
     # One input gets new content (and a new mtime): only its output is recomputed.
     stack["f2"] = write_frame(tmp_path / "in" / "f2.tif", 100)
-    assert counts(run(tmp_path)) == (1, FRAMES - 1, "recomputed 1 as stale")
+    assert counts(run()) == (1, FRAMES - 1, "recomputed 1 as stale")
     check_outputs(out, stack, 3)
     after = mtimes(out)
     assert {k: v for k, v in after.items() if k != "f2.tif"} == {
@@ -103,15 +124,15 @@ def test_identical_rerun_keeps_all_a_rewritten_input_and_damaged_outputs_are_rec
     (out / "f1.tif").write_bytes((out / "f1.tif").read_bytes()[:500])
     (out / "f4.tif").write_bytes(whole[:500])
     (out / ".stencilpipe" / "records" / "f4.tif.json").unlink()
-    assert counts(run(tmp_path)) == (2, FRAMES - 2, "recomputed 2 as damaged")
+    assert counts(run()) == (2, FRAMES - 2, "recomputed 2 as damaged")
     check_outputs(out, stack, 3)
     assert (out / "f4.tif").read_bytes() == whole
 
 
-def test_a_changed_stage_parameter_recomputes_everything_and_resume_false_too(tmp_path, stack):
+def test_a_changed_stage_parameter_recomputes_everything_and_resume_false_too(tmp_path, stack, run):
     out = tmp_path / "out"
-    run(tmp_path)
-    assert counts(run(tmp_path, "stages.0.mean.size=5")) == (
+    run()
+    assert counts(run("stages.0.mean.size=5")) == (
         FRAMES,
         0,
         f"recomputed {FRAMES} as stale",
@@ -125,22 +146,22 @@ def test_a_changed_stage_parameter_recomputes_everything_and_resume_false_too(tm
     ]
 
     before = mtimes(out)
-    assert counts(run(tmp_path, "stages.0.mean.size=5", "resume=false")) == (FRAMES, 0, "")
+    assert counts(run("stages.0.mean.size=5", "resume=false")) == (FRAMES, 0, "")
     check_outputs(out, stack, 5)
     assert all(mtimes(out)[name] > before[name] for name in before)
 
 
-def test_zarr_output_keeps_its_chunks_until_the_stages_change(tmp_path, stack):
+def test_zarr_output_keeps_its_chunks_until_the_stages_change(tmp_path, stack, run):
     store = tmp_path / "out.zarr"
     expected = np.stack([oracle(stack[f"f{i}"], 3) for i in range(FRAMES)])
-    assert counts(run(tmp_path, "output=out.zarr", "chunks=2"))[:2] == (FRAMES, 0)
+    assert counts(run("output=out.zarr", "chunks=2"))[:2] == (FRAMES, 0)
     np.testing.assert_array_equal(zarr.open_array(store, mode="r")[:], expected)
 
     chunks = mtimes(store / "c" / "0" / "0")
-    assert counts(run(tmp_path, "output=out.zarr", "chunks=2")) == (0, FRAMES, "")
+    assert counts(run("output=out.zarr", "chunks=2")) == (0, FRAMES, "")
     assert mtimes(store / "c" / "0" / "0") == chunks
 
-    assert counts(run(tmp_path, "output=out.zarr", "chunks=2", "stages.0.mean.size=5")) == (
+    assert counts(run("output=out.zarr", "chunks=2", "stages.0.mean.size=5")) == (
         FRAMES,
         0,
         f"recomputed {FRAMES} as stale",
