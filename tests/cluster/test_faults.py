@@ -306,6 +306,13 @@ def mounts():
         subprocess.run(["umount", str(folder)], check=True)
 
 
+def start(*args: str, cwd: Path) -> subprocess.Popen:
+    """The command, started in a subprocess whose output the test reads at its end."""
+    return subprocess.Popen(
+        command(*args), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV
+    )
+
+
 def check_outputs(out: Path, inputs: list[Path]) -> None:
     for path in inputs:
         np.testing.assert_array_equal(
@@ -364,14 +371,7 @@ def test_an_input_that_turns_unreadable_mid_run_fails_only_its_own_frame(tmp_pat
 
     inputs = make_inputs(tmp_path, frames=16, shape=(64, 80))
     config = write_config(tmp_path)
-    run = subprocess.Popen(
-        command("run", str(config), "--address", lone_scheduler.address),
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=ENV,
-    )
+    run = start("run", str(config), "--address", lone_scheduler.address, cwd=tmp_path)
     try:
         with Client(lone_scheduler.address, timeout=30) as client:
             tasks = lambda dask_scheduler: len(dask_scheduler.tasks)  # noqa: E731
@@ -407,13 +407,14 @@ def test_when_every_worker_is_lost_the_run_ends_in_one_line_and_removes_its_temp
         workers = [psutil.Process(pid) for pid in client.run(os.getpid).values()]
     nannies = [worker.parent() for worker in workers]
 
-    run = subprocess.Popen(
-        command("run", str(config), "--address", external_cluster, "--set", "cluster.timeout=3"),
+    run = start(
+        "run",
+        str(config),
+        "--address",
+        external_cluster,
+        "--set",
+        "cluster.timeout=3",
         cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=ENV,
     )
     try:
         wait_for(lambda: out.is_dir() and temps(out), 120, what="an output being written")
