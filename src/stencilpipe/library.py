@@ -14,14 +14,13 @@ around instead).
 from __future__ import annotations
 
 import itertools
-import linecache
 import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from .stencils import Stencil, stencil
+from .stencils import Stencil
 
 __all__ = ["mean", "gaussian", "sobel", "laplace", "minimum", "maximum", "median", "FILTERS"]
 
