@@ -12,14 +12,18 @@
 ['.stencilpipe', '00000.tif', '00001.tif']
 """
 
-from .errors import TargetError
+from .errors import NoSpaceLeft, OutputBusy, TargetError
 from .plan import PendingWrite, WriteReport
+from .provenance import Provenance
 from .read import imread, inspect
 from .stackinfo import StackInfo, source_names
 from .write import imsave, plan_write
 
 __all__ = [
+    "NoSpaceLeft",
+    "OutputBusy",
     "PendingWrite",
+    "Provenance",
     "StackInfo",
     "TargetError",
     "WriteReport",

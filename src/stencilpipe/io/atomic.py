@@ -26,7 +26,7 @@ from typing import BinaryIO
 
 from .errors import NoSpaceLeft
 
-__all__ = ["new_run", "remove_own_temps", "remove_stale_temps", "write_atomic"]
+__all__ = ["is_full", "new_run", "remove_own_temps", "remove_stale_temps", "write_atomic"]
 
 _TEMP_NAME = re.compile(r"^\..+\.(?P<run>[0-9a-f]{12})-[0-9a-f]{12}\.tmp$")
 
@@ -63,10 +63,15 @@ def write_atomic(
         os.replace(temp, final)
     except BaseException as exc:
         temp.unlink(missing_ok=True)
-        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        if is_full(exc):
             raise NoSpaceLeft(str(final.parent)) from None
         raise
     return size
+
+
+def is_full(exc: BaseException) -> bool:
+    """Whether ``exc`` says that the file system (or the user's quota) is full."""
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
 def remove_stale_temps(directory: str | os.PathLike[str], keep: Collection[str]) -> int:

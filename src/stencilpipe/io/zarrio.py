@@ -23,7 +23,8 @@ import zarr
 from dask.delayed import Delayed
 
 from ..errors import ImageStackError
-from .errors import TargetError
+from .atomic import is_full
+from .errors import NoSpaceLeft, TargetError
 from .plan import frame_blocks, lazy_report, select_blocks, to_numpy
 from .provenance import DAMAGED, KEPT, NEW, STALE, Provenance, judge, record_path, write_record
 
@@ -287,7 +288,12 @@ def _write_block(
     """Write one chunk (one block of the regular chunking), then its provenance record."""
     region = tuple(slice(int(ix[0]), int(ix[-1]) + 1) for ix in index)
     target = zarr.open_array(layout.location, mode="r+").with_config({"write_empty_chunks": True})
-    target[region] = to_numpy(block)
+    try:
+        target[region] = to_numpy(block)
+    except OSError as exc:
+        if is_full(exc):
+            raise NoSpaceLeft(layout.store) from None
+        raise
     coords = tuple(int(ix[0]) // c for ix, c in zip(index, layout.chunks, strict=True))
     path = _chunk_path(target, layout, coords)
     with open(path, "rb") as fh:
