@@ -278,6 +278,26 @@ def test_a_rerun_keeps_only_outputs_whose_provenance_holds_and_whose_bytes_verif
     np.testing.assert_array_equal(tifffile.imread(out / "img_1.tif"), frames[0] // 2 + 1)
 
 
+def test_an_outdated_output_whose_frame_then_fails_is_not_left_behind(pngs, tmp_path):
+    folder, frames = pngs
+    out = tmp_path / "out"
+    imsave(imread(folder, chunks=(1, 32, 40)), out)
+
+    def fail_on_img_3(block, block_info=None):
+        if block_info[0]["chunk-location"][0] == 2:
+            raise ZeroDivisionError("img_3")
+        return block + 1
+
+    stack = imread(folder, chunks=(1, 32, 40))
+    with pytest.raises(ZeroDivisionError):
+        imsave(stack.map_blocks(fail_on_img_3, dtype=stack.dtype), out)
+    assert "img_3.tif" not in files_in(out)  # not the output of the first computation
+    assert not (out / ".stencilpipe" / "records" / "img_3.tif.json").exists()
+    for name in files_in(out):  # what is there is the second computation's
+        index = NAMES.index(name.removesuffix(".tif"))
+        np.testing.assert_array_equal(tifffile.imread(out / name), frames[index] + 1)
+
+
 def test_a_task_that_runs_twice_writes_the_same_bytes(pngs, tmp_path):
     folder, _ = pngs
     lazy = imsave(imread(folder), tmp_path / "out", compute=False, compression="zstd")

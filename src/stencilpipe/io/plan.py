@@ -9,9 +9,11 @@ task writes its own frames and returns the bytes it wrote; a last task sums them
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
+from pathlib import Path
 
 import dask
 import dask.array as da
@@ -20,7 +22,7 @@ from dask.delayed import Delayed
 from dask.utils import format_bytes
 
 from .atomic import remove_own_temps
-from .provenance import records_dir
+from .provenance import record_path, records_dir
 
 __all__ = [
     "PendingWrite",
@@ -164,6 +166,8 @@ class PendingWrite:
         The id that this write's temporary files carry (see :mod:`stencilpipe.io.atomic`).
     stale, damaged : int
         Frames among ``files`` written again because their output was stale or damaged.
+    outdated : tuple of str
+        Those stale or damaged outputs (see :meth:`discard_outdated`).
     """
 
     target: str
@@ -175,6 +179,15 @@ class PendingWrite:
     run: str = ""
     stale: int = 0
     damaged: int = 0
+    outdated: tuple[str, ...] = ()
+
+    def discard_outdated(self) -> None:
+        """Remove the stale or damaged outputs that this write computes again, and their
+        records, so that a frame that then fails leaves no outdated output behind. Call it
+        on a machine that sees the target, once, before computing."""
+        for path in self.outdated:
+            Path(path).unlink(missing_ok=True)
+            record_path(self.directory, os.path.basename(path)).unlink(missing_ok=True)
 
     def report(self) -> Delayed:
         """A delayed :class:`WriteReport` of the whole write (and its :meth:`finish`)."""

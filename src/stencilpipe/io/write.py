@@ -129,8 +129,10 @@ def imsave(
         return planned.report() if isinstance(planned, PendingWrite) else planned
     with Locks(wait=wait) as locks:
         planned = plan_write(array, target, lock=locks.take, **options)
-        lazy = planned.report() if isinstance(planned, PendingWrite) else planned
-        return lazy.compute()
+        if not isinstance(planned, PendingWrite):
+            return planned.compute()
+        planned.discard_outdated()
+        return planned.report().compute()
 
 
 def plan_write(
@@ -285,6 +287,7 @@ def plan_files(
         run=run,
         stale=recomputed[STALE],
         damaged=recomputed[DAMAGED],
+        outdated=tuple(p for p, v in zip(paths, verdicts, strict=True) if v in (STALE, DAMAGED)),
     )
 
 

@@ -79,6 +79,8 @@ def execute(
         When the cluster had workers and has had none for ``timeout`` seconds.
     """
     files = isinstance(write, PendingWrite)
+    if files:
+        write.discard_outdated()
     futures = client.compute(write.blocks() if files else [write])
     block_files: Sequence[tuple[str, ...]] = write.block_files if files else [()]
     results: dict[int, Any] = {}
