@@ -67,7 +67,17 @@ def test_zarr_store_creation_runs_once_per_run(tmp_path):
 
 @pytest.mark.parametrize(
     "module",
-    ["atomic", "read", "write", "stackinfo", "sources", "targets", "stencilpipe.io"],
+    [
+        "atomic",
+        "lock",
+        "provenance",
+        "read",
+        "write",
+        "stackinfo",
+        "sources",
+        "targets",
+        "stencilpipe.io",
+    ],
 )
 def test_docstring_examples_run(module):
     name = module if "." in module else f"stencilpipe.io.{module}"

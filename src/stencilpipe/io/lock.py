@@ -104,7 +104,9 @@ def _writable(directory: Path, given: str) -> None:
     try:
         directory.mkdir(parents=True, exist_ok=True)
         state_dir(directory).mkdir(exist_ok=True)
-        probe = directory / f".stencilpipe-probe-{new_run()}.tmp"
+        # Named as a temporary file of a run: should this process die right here, the
+        # next run's clean-up removes it.
+        probe = directory / f".stencilpipe-probe.{new_run()}-{new_run()}.tmp"
         probe.touch(exist_ok=False)
         probe.unlink()
     except OSError as exc:
@@ -116,7 +118,8 @@ def _writable(directory: Path, given: str) -> None:
 def _try_take(path: Path, me: Holder) -> Holder | None:
     """Take the lock at ``path`` for ``me``; return None, or the live holder that has it."""
     with open(path.with_name(_LOCK + ".guard"), "a") as guard:
-        fcntl.flock(guard, fcntl.LOCK_EX)  # released when the file closes
+        with contextlib.suppress(OSError):  # a file system without locks: O_EXCL still holds
+            fcntl.flock(guard, fcntl.LOCK_EX)  # released when the file closes
         holder = _read(path)
         if holder is not None:
             if holder.alive():
@@ -157,6 +160,7 @@ def lock_output(
     ...     live_run(out) == run
     True
     >>> live_run(out) is None
+    True
     """
     directory = Path(directory)
     _writable(directory, given)

@@ -22,6 +22,7 @@ from ..io import PendingWrite, TargetError, WriteReport, imread, plan_write
 from ..io.lock import Locks
 from ..io.provenance import Provenance
 from ..io.stackinfo import inputs_of
+from ..io.write import LockOutput
 from ..stencils import Chain
 from .config import PipelineConfig
 from .execute import Outcome, execute, progress_bar, remove_leftovers
@@ -121,7 +122,7 @@ def plan(
     *,
     only: Collection[str] | None = None,
     threads: int | None = None,
-    lock: Any = None,
+    lock: LockOutput | None = None,
 ) -> Plan:
     """Build the whole run as one lazy graph; reads headers only, computes nothing.
 
