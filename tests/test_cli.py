@@ -1,5 +1,6 @@
 """The stencilpipe command, end to end, on real image directories (subprocesses, real clusters)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -160,6 +161,21 @@ def test_inspect_validate_filters(tmp_path, pngs):
     assert listed.exit_code == 0
     for name in library.FILTERS:
         assert f"\n{name}(" in "\n" + listed.output
+
+
+def test_inspect_and_filters_as_json(pngs):
+    folder, frames = pngs
+    runner = CliRunner()
+    inspected = runner.invoke(main, ["inspect", str(folder), "--json"])
+    assert inspected.exit_code == 0, inspected.output
+    stack = json.loads(inspected.output)
+    assert stack["frames"] == stack["files"] == FRAMES and stack["dtype"] == "uint8"
+    assert stack["shape"] == [FRAMES, 48, 64] and stack["bytes"] == FRAMES * 48 * 64
+    assert stack["bad_files"] == []
+    listed = json.loads(runner.invoke(main, ["filters", "--json"]).output)
+    assert [f["name"] for f in listed["filters"]] == list(library.FILTERS)
+    gaussian = next(f for f in listed["filters"] if f["name"] == "gaussian")
+    assert gaussian["parameters"][0] == "sigma" and gaussian["summary"]
 
 
 def stack_with_a_bad_frame(folder):
