@@ -19,12 +19,28 @@ from ._correlate import (
     uniform_filter,
     uniform_filter1d,
 )
+from ._order import (
+    maximum_filter,
+    maximum_filter1d,
+    median_filter,
+    minimum_filter,
+    minimum_filter1d,
+    percentile_filter,
+    rank_filter,
+)
 
 __all__ = [
     "convolve",
     "convolve1d",
     "correlate",
     "correlate1d",
+    "maximum_filter",
+    "maximum_filter1d",
+    "median_filter",
+    "minimum_filter",
+    "minimum_filter1d",
+    "percentile_filter",
+    "rank_filter",
     "uniform_filter",
     "uniform_filter1d",
 ]

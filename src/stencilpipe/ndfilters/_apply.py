@@ -102,11 +102,16 @@ class Pass:
         ``build(in_dtype) -> Stencil``; the stencil stores the call's store dtype.
     mode : str
         scipy mode name (aliases allowed).
+    axis : int, optional
+        For a 1-D kernel, the axis it runs along: that axis is moved last for the pass
+        (the others are batch axes), so one compiled kernel serves every axis and
+        dimensionality. None for a kernel with one index per axis of the array.
     """
 
-    def __init__(self, build: Callable[[np.dtype], Stencil], mode: Any):
+    def __init__(self, build: Callable[[np.dtype], Stencil], mode: Any, axis: int | None = None):
         self.build = build
         self.mode = filter_mode(mode)
+        self.axis = axis
 
 
 def _fits(cval: Any, dtype: np.dtype) -> bool:
@@ -132,7 +137,12 @@ def run_passes(array: Any, passes: Sequence[Pass], dtypes: Dtypes, cval: Any) ->
         if step.mode == "constant" and not _fits(cval, result.dtype):
             result = result.astype(np.float64)
         stencil = step.build(result.dtype)
-        result = stencil(result, boundary=step.mode, cval=fill, channel_axis=None)
+        if step.axis is None:
+            result = stencil(result, boundary=step.mode, cval=fill, channel_axis=None)
+        else:
+            moved = np.moveaxis(result, step.axis, -1)
+            moved = stencil(moved, boundary=step.mode, cval=fill, channel_axis=None)
+            result = np.moveaxis(moved, -1, step.axis)
     return result
 
 

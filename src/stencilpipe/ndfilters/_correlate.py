@@ -61,14 +61,16 @@ def run_1d(
     array: Any,
     name: str,
     output: Any,
-    steps: list[tuple[Any, Any]],
+    steps: list[tuple[Any, Any, int]],
     cval: Any,
 ) -> Any:
-    """``array`` through 1-D ``steps`` (``(build(store) -> Stencil, mode)`` each), every pass
-    storing the output dtype as scipy's separable filters do; the identity without steps."""
+    """``array`` through 1-D ``steps`` (``(build(store) -> Stencil, mode, axis)`` each), every
+    pass storing the output dtype as scipy's separable filters do; the identity without steps."""
     dtypes = dtypes_of(array, output, name)
     store = dtypes.store
-    passes = [Pass(lambda _dtype, build=build: build(store), mode) for build, mode in steps]
+    passes = [
+        Pass(lambda _dtype, build=build: build(store), mode, axis) for build, mode, axis in steps
+    ]
     return finish(run_passes(array, passes, dtypes, cval), dtypes, output)
 
 
@@ -105,8 +107,8 @@ def correlate1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, 
     axis = axis_index(axis, array.ndim)
     origin = _origin_1d(origin, len(weights))
     terms = tuple(float(w) for w in weights)
-    build = functools.partial(correlate1d_kernel, terms, axis, array.ndim, origin)
-    return run_1d(array, "correlate1d", output, [(build, mode)], cval)
+    build = functools.partial(correlate1d_kernel, terms, origin)
+    return run_1d(array, "correlate1d", output, [(build, mode, axis)], cval)
 
 
 def convolve1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, origin=0):
@@ -229,8 +231,8 @@ def uniform_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0
     if size < 1:
         raise RuntimeError("incorrect filter size")
     origin = _uniform_origin(int(size), origin)
-    build = functools.partial(uniform1d_kernel, int(size), axis, array.ndim, origin)
-    return run_1d(array, "uniform_filter1d", output, [(build, mode)], cval)
+    build = functools.partial(uniform1d_kernel, int(size), origin)
+    return run_1d(array, "uniform_filter1d", output, [(build, mode, axis)], cval)
 
 
 def uniform_filter(image, size=3, mode="reflect", cval=0.0, origin=0, *, output=None, axes=None):
@@ -260,8 +262,6 @@ def uniform_filter(image, size=3, mode="reflect", cval=0.0, origin=0, *, output=
     steps = []
     for axis, n, o, m in zip(axes, sizes, origins, modes):
         if n > 1:
-            build = functools.partial(
-                uniform1d_kernel, int(n), axis, array.ndim, _uniform_origin(int(n), o)
-            )
-            steps.append((build, m))
+            build = functools.partial(uniform1d_kernel, int(n), _uniform_origin(int(n), o))
+            steps.append((build, m, axis))
     return run_1d(array, "uniform_filter", output, steps, cval)

@@ -36,10 +36,6 @@ def _read(offset: Offset) -> str:
     return "x[" + ", ".join(map(str, offset)) + "]"
 
 
-def _along(axis: int, offset: int, ndim: int) -> Offset:
-    return tuple(offset if d == axis else 0 for d in range(ndim))
-
-
 def _kernel(name: str, body: list[str], store: np.dtype) -> Stencil:
     """The stencil of ``def name(x):`` + ``body`` (which leaves the double in ``t``)."""
     kernel_store = np.dtype(np.uint8) if store.kind == "b" else store
@@ -73,10 +69,9 @@ def _symmetry(weights: tuple[float, ...]) -> int:
 
 
 @functools.lru_cache(maxsize=512)
-def correlate1d_kernel(
-    weights: tuple[float, ...], axis: int, ndim: int, origin: int, store: np.dtype
-) -> Stencil:
-    """scipy's 1-D correlation along ``axis``, with its three summation orders.
+def correlate1d_kernel(weights: tuple[float, ...], origin: int, store: np.dtype) -> Stencil:
+    """scipy's 1-D correlation (a 1-D kernel: the caller moves the axis last), with its
+    three summation orders.
 
     Symmetric and antisymmetric odd weights sum the pairs around the centre first,
     ``(x[-k] + x[k]) * w[-k]``; other weights start from the last one.
@@ -85,7 +80,7 @@ def correlate1d_kernel(
     after = len(weights) - before - 1
 
     def read(k: int) -> str:
-        return _read(_along(axis, k - origin, ndim))
+        return f"x[{k - origin}]"
 
     def w(k: int) -> str:
         return repr(weights[before + k])
@@ -102,14 +97,14 @@ def correlate1d_kernel(
 
 
 @functools.lru_cache(maxsize=128)
-def uniform1d_kernel(size: int, axis: int, ndim: int, origin: int, store: np.dtype) -> Stencil:
-    """The mean of ``size`` elements along ``axis``: a sum in order, divided once.
+def uniform1d_kernel(size: int, origin: int, store: np.dtype) -> Stencil:
+    """The mean of ``size`` elements along a line (1-D): a sum in order, divided once.
 
     scipy keeps a running sum along each line (whose rounding drifts along it);
     this sum is exact for integers, and equals scipy's at each line's start.
     """
     before = size // 2
-    reads = [_read(_along(axis, k - before - origin, ndim)) for k in range(size)]
+    reads = [f"x[{k - before - origin}]" for k in range(size)]
     body = [f"    t = np.float64({reads[0]})"]
     body += [f"    t += {read}" for read in reads[1:]]
     body.append(f"    t = t / {float(size)!r}")

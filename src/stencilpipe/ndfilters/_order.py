@@ -1,0 +1,339 @@
+"""Order statistics: minimum, maximum, median, rank and percentile filters.
+
+scipy has three ways to fill ``constant``'s outside, and each is kept here:
+a box (``size``, or a footprint that is all True) runs 1-D passes that read
+``cval`` as a double; any other footprint reads ``cval`` cast into the input's
+dtype (``-1`` is 255 for uint8); a rank filter on a 1-D array reads it cast to
+int64 (integer inputs) or the input's float type.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ._apply import (
+    Pass,
+    as_array,
+    check_axes,
+    dtypes_of,
+    filter_mode,
+    finish,
+    normalize_sequence,
+    run_passes,
+)
+from ._correlate import axis_index
+from ._kernels import Offset, rank_kernel
+
+__all__ = [
+    "maximum_filter",
+    "maximum_filter1d",
+    "median_filter",
+    "minimum_filter",
+    "minimum_filter1d",
+    "percentile_filter",
+    "rank_filter",
+]
+
+
+def _check_origin(size: int, origin: Any) -> int:
+    origin = int(origin)
+    if size // 2 + origin < 0 or size // 2 + origin >= size:
+        raise ValueError("invalid origin")
+    return origin
+
+
+def _line(size: int, origin: int) -> tuple[Offset, ...]:
+    """Offsets of a 1-D ``size`` window placed as scipy places it."""
+    return tuple((k - size // 2 - origin,) for k in range(size))
+
+
+def _rank_pass(
+    offsets: tuple[Offset, ...], rank: int, store: np.dtype, mode: Any, axis: int | None = None
+) -> Pass:
+    """A pass selecting ``rank`` over ``offsets``, cast to ``store`` unless it reads it."""
+    return Pass(lambda dtype: rank_kernel(offsets, rank, store, dtype != store), mode, axis)
+
+
+def _check_real(array: Any) -> None:
+    if array.dtype.kind == "c":
+        raise TypeError("Complex type not supported")
+
+
+def _separable(array, sizes, origins, modes, axes, output, cval, minimum: bool, name: str):
+    """Box minimum or maximum: 1-D passes along each axis whose size exceeds 1."""
+    dtypes = dtypes_of(array, output, name)
+    passes = []
+    for axis, size, origin, mode in zip(axes, sizes, origins, modes):
+        size = int(size)
+        if size > 1:
+            offsets = _line(size, _check_origin(size, origin))
+            rank = 0 if minimum else size - 1
+            passes.append(_rank_pass(offsets, rank, dtypes.store, mode, axis))
+    return finish(run_passes(array, passes, dtypes, cval), dtypes, output)
+
+
+def _expand(array, footprint, origin, axes) -> tuple[np.ndarray, list[int]]:
+    """The footprint and origins over every axis of ``array`` (size 1 along unfiltered axes)."""
+    origins = normalize_sequence(origin, len(axes))
+    if len(axes) < array.ndim:
+        if footprint.ndim != len(axes):
+            raise RuntimeError(
+                f"footprint.ndim ({footprint.ndim}) must match len(axes) ({len(axes)})"
+            )
+        footprint = np.expand_dims(footprint, tuple(a for a in range(array.ndim) if a not in axes))
+        full = [0] * array.ndim
+        for o, ax in zip(origins, axes):
+            full[ax] = o
+        origins = full
+    if footprint.ndim != array.ndim or 0 in footprint.shape:
+        raise RuntimeError(f"footprint.ndim ({footprint.ndim}) must match len(axes) ({len(axes)})")
+    origins = [_check_origin(n, o) for n, o in zip(footprint.shape, origins)]
+    return footprint, origins
+
+
+def _offsets(footprint: np.ndarray, origins: list[int]) -> tuple[Offset, ...]:
+    """The footprint's True places as offsets from the (shifted) centre, in C order."""
+    return tuple(
+        tuple(int(i) - n // 2 - o for i, n, o in zip(index, footprint.shape, origins))
+        for index in np.argwhere(footprint)
+    )
+
+
+def _cast_cval(cval: Any, dtype: np.dtype) -> Any:
+    """``cval`` as scipy's C code casts it into ``dtype``."""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return np.asarray(cval, np.float64).astype(dtype)[()]
+
+
+def _footprint_filter(array, offsets, rank, mode, cval, output, name, cval_dtype):
+    """Rank ``rank`` over ``offsets``, ``cval`` cast to ``cval_dtype`` first (see module)."""
+    if not isinstance(mode, str):
+        raise RuntimeError("A sequence of modes is not supported for non-separable footprints")
+    dtypes = dtypes_of(array, output, name)
+    fill = _cast_cval(cval, cval_dtype) if filter_mode(mode) == "constant" else 0
+    step = _rank_pass(offsets, rank, dtypes.store, mode)
+    return finish(run_passes(array, [step], dtypes, fill), dtypes, output)
+
+
+def _warn_size_ignored(size: Any, footprint: Any) -> None:
+    if size is not None and footprint is not None:
+        warnings.warn("ignoring size because footprint is set", UserWarning, stacklevel=4)
+
+
+def _min_or_max(image, size, footprint, mode, cval, origin, output, axes, minimum, name):
+    _warn_size_ignored(size, footprint)
+    array = as_array(image)
+    _check_real(array)
+    axes = check_axes(axes, array.ndim)
+    if footprint is None:
+        if size is None:
+            raise RuntimeError("no footprint provided")
+    else:
+        footprint = np.asarray(footprint, dtype=bool)
+        if not footprint.any():
+            raise ValueError("All-zero footprint is not supported.")
+        if footprint.all():
+            size, footprint = footprint.shape, None
+    if footprint is None:
+        sizes = normalize_sequence(size, len(axes))
+        origins = normalize_sequence(origin, len(axes))
+        modes = normalize_sequence(mode, len(axes))
+        return _separable(array, sizes, origins, modes, axes, output, cval, minimum, name)
+    footprint, origins = _expand(array, footprint, origin, axes)
+    offsets = _offsets(footprint, origins)
+    rank = 0 if minimum else len(offsets) - 1
+    return _footprint_filter(array, offsets, rank, mode, cval, output, name, array.dtype)
+
+
+def minimum_filter(
+    image, size=None, footprint=None, mode="reflect", cval=0.0, origin=0, *, output=None, axes=None
+):
+    """Minimum over a window (dask_image / scipy.ndimage ``minimum_filter``).
+
+    Parameters
+    ----------
+    image : array_like
+        NumPy, Dask or CuPy array.
+    size : int or sequence of int, optional
+        Box size (1-D passes), for all axes or per axis.
+    footprint : array_like of bool, optional
+        The window's shape; overrides ``size``.
+    mode : str or sequence of str
+        Boundary mode; per axis only with ``size``.
+    cval : scalar
+        Value outside the array under ``constant``.
+    origin : int or sequence of int
+        Shift of the window.
+    output : dtype or ndarray, optional
+        Output dtype or a NumPy array to write into.
+    axes : sequence of int, optional
+        The axes filtered.
+
+    Returns
+    -------
+    array
+        Of the input's array type.
+    """
+    return _min_or_max(
+        image, size, footprint, mode, cval, origin, output, axes, True, "minimum_filter"
+    )
+
+
+def maximum_filter(
+    image, size=None, footprint=None, mode="reflect", cval=0.0, origin=0, *, output=None, axes=None
+):
+    """Maximum over a window (dask_image / scipy.ndimage ``maximum_filter``).
+
+    Parameters are those of :func:`minimum_filter`.
+    """
+    return _min_or_max(
+        image, size, footprint, mode, cval, origin, output, axes, False, "maximum_filter"
+    )
+
+
+def _filter1d(input, size, axis, output, mode, cval, origin, minimum, name):
+    array = as_array(input)
+    _check_real(array)
+    axis = axis_index(axis, array.ndim)
+    if size < 1:
+        raise RuntimeError("incorrect filter size")
+    _check_origin(int(size), origin)
+    return _separable(array, [size], [origin], [mode], [axis], output, cval, minimum, name)
+
+
+def minimum_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0, origin=0):
+    """Minimum over ``size`` elements along one axis (scipy.ndimage.minimum_filter1d).
+
+    Parameters
+    ----------
+    input : array_like
+        NumPy, Dask or CuPy array.
+    size : int
+        Window length.
+    axis, output, mode, cval, origin
+        As for :func:`stencilpipe.ndfilters.correlate1d`.
+    """
+    return _filter1d(input, size, axis, output, mode, cval, origin, True, "minimum_filter1d")
+
+
+def maximum_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0, origin=0):
+    """Maximum over ``size`` elements along one axis (scipy.ndimage.maximum_filter1d).
+
+    Parameters are those of :func:`minimum_filter1d`.
+    """
+    return _filter1d(input, size, axis, output, mode, cval, origin, False, "maximum_filter1d")
+
+
+def _rank_of(operation: str, rank: Any, count: int) -> int:
+    if operation == "median":
+        rank = count // 2
+    elif operation == "percentile":
+        percentile = rank + 100.0 if rank < 0.0 else rank
+        if percentile < 0 or percentile > 100:
+            raise RuntimeError("invalid percentile")
+        rank = count - 1 if percentile == 100.0 else int(float(count) * percentile / 100.0)
+    rank = int(rank)
+    if rank < 0:
+        rank += count
+    if rank < 0 or rank >= count:
+        raise RuntimeError("rank not within filter footprint size")
+    return rank
+
+
+def _rank_filter(image, rank, size, footprint, mode, cval, origin, output, axes, operation):
+    _warn_size_ignored(size, footprint)
+    array = as_array(image)
+    _check_real(array)
+    axes = check_axes(axes, array.ndim)
+    if footprint is None:
+        if size is None:
+            raise RuntimeError("no footprint or filter size provided")
+        footprint = np.ones(normalize_sequence(size, len(axes)), dtype=bool)
+    else:
+        footprint = np.asarray(footprint, dtype=bool)
+    if len(axes) < array.ndim and not isinstance(mode, str):
+        full = ["constant"] * array.ndim
+        for m, ax in zip(normalize_sequence(mode, len(axes)), axes):
+            full[ax] = m
+        mode = full
+    footprint, origins = _expand(array, footprint, origin, axes)
+    offsets = _offsets(footprint, origins)
+    rank = _rank_of(operation, rank, len(offsets))
+    name = f"{operation}_filter"
+    if rank in (0, len(offsets) - 1):
+        minimum = rank == 0
+        return _min_or_max(array, None, footprint, mode, cval, origins, output, None, minimum, name)
+    cval_dtype = array.dtype
+    fast_1d = array.size - ((footprint.size - 1) // 2 - origins[0]) >= 0 or array.size == 1
+    if array.ndim == 1 and fast_1d and array.dtype.kind in "biu":
+        cval_dtype = np.dtype(np.int64)  # scipy's 1-D rank filter reads integers as int64
+    return _footprint_filter(array, offsets, rank, mode, cval, output, name, cval_dtype)
+
+
+def rank_filter(
+    image,
+    rank,
+    size=None,
+    footprint=None,
+    mode="reflect",
+    cval=0.0,
+    origin=0,
+    *,
+    output=None,
+    axes=None,
+):
+    """The ``rank``-th smallest value in a window (dask_image / scipy.ndimage ``rank_filter``).
+
+    Parameters
+    ----------
+    image : array_like
+        NumPy, Dask or CuPy array.
+    rank : int
+        0 is the minimum; negative ranks count from the maximum (-1).
+    size, footprint, mode, cval, origin, output, axes
+        As for :func:`minimum_filter`.
+    """
+    return _rank_filter(image, rank, size, footprint, mode, cval, origin, output, axes, "rank")
+
+
+def median_filter(
+    image, size=None, footprint=None, mode="reflect", cval=0.0, origin=0, *, output=None, axes=None
+):
+    """Median over a window (dask_image / scipy.ndimage ``median_filter``; the upper median
+    of an even count).
+
+    Parameters are those of :func:`minimum_filter`.
+    """
+    return _rank_filter(image, 0, size, footprint, mode, cval, origin, output, axes, "median")
+
+
+def percentile_filter(
+    image,
+    percentile,
+    size=None,
+    footprint=None,
+    mode="reflect",
+    cval=0.0,
+    origin=0,
+    *,
+    output=None,
+    axes=None,
+):
+    """A percentile over a window (dask_image / scipy.ndimage ``percentile_filter``).
+
+    Parameters
+    ----------
+    image : array_like
+        NumPy, Dask or CuPy array.
+    percentile : float
+        In [-100, 100]; negative values count from 100.
+    size, footprint, mode, cval, origin, output, axes
+        As for :func:`minimum_filter`.
+    """
+    return _rank_filter(
+        image, percentile, size, footprint, mode, cval, origin, output, axes, "percentile"
+    )

@@ -1,0 +1,128 @@
+"""Minimum, maximum, median, rank and percentile filters against scipy.ndimage (exact)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.ndimage as ndi
+from ndf_oracle import ALIASES, DTYPES, MODES, assert_dask_same, assert_same, sample
+
+import stencilpipe.ndfilters as ndf
+
+CROSS = np.array([[0, 1, 0], [1, 1, 1], [0, 1, 0]], bool)
+CORNERS = np.array([[1, 0, 1], [0, 1, 0], [1, 0, 1]], bool)
+BALL = ndi.generate_binary_structure(3, 1)
+
+
+def both(name, x, *args, **kwargs):
+    """(ours, scipy's) of filter ``name``."""
+    return getattr(ndf, name)(x, *args, **kwargs), getattr(ndi, name)(x, *args, **kwargs)
+
+
+@pytest.mark.parametrize("mode", MODES + ALIASES)
+@pytest.mark.parametrize("dtype", ["uint8", "float64"])
+def test_every_filter_every_mode(mode, dtype):
+    x = sample(dtype)
+    calls = [
+        ("minimum_filter", (), {"size": (2, 3)}),
+        ("maximum_filter", (), {"footprint": CORNERS}),
+        ("median_filter", (), {"size": 3}),
+        ("rank_filter", (2,), {"footprint": CROSS}),
+        ("percentile_filter", (70,), {"size": (3, 2)}),
+    ]
+    for name, args, kwargs in calls:
+        assert_same(*both(name, x, *args, mode=mode, cval=9, **kwargs))
+
+
+@pytest.mark.parametrize("dtype", DTYPES + ("int8", "int64", "uint64", "bool"))
+@pytest.mark.parametrize("ndim", [2, 3])
+def test_every_dtype_and_ndim(dtype, ndim):
+    x = sample(dtype, ndim)
+    footprint = CROSS if ndim == 2 else BALL
+    assert_same(*both("median_filter", x, size=3))
+    assert_same(*both("minimum_filter", x, footprint=footprint))
+    assert_same(*both("maximum_filter", x, size=(2,) * ndim))
+
+
+@pytest.mark.parametrize("cval", [-1, 2.7, 300, -0.5])
+def test_cval_is_read_as_scipy_reads_it(cval):
+    """Boxes read a double, footprints the value cast into the input dtype, 1-D rank
+    filters an int64."""
+    x = sample("uint8")
+    for output in (None, np.float64):
+        kwargs = {"mode": "constant", "cval": cval, "output": output}
+        assert_same(*both("minimum_filter", x, size=3, **kwargs))
+        assert_same(*both("maximum_filter", x, footprint=CORNERS, **kwargs))
+        assert_same(*both("rank_filter", x, 3, footprint=CROSS, **kwargs))
+        assert_same(*both("median_filter", x[0], 3, **kwargs))
+        assert_same(*both("rank_filter", x[0], -2, 4, **kwargs))
+
+
+@pytest.mark.parametrize("origin", [1, -1, (0, 1), (-1, 0)])
+def test_origin(origin):
+    x = sample("int32")
+    assert_same(*both("minimum_filter", x, size=3, origin=origin))
+    assert_same(*both("maximum_filter", x, footprint=CORNERS, origin=origin))
+    assert_same(*both("rank_filter", x, 1, size=(3, 3), origin=origin))
+
+
+def test_axes_and_per_axis_modes():
+    x = sample("float32", 3)
+    modes = ("wrap", "constant")
+    assert_same(*both("minimum_filter", x, size=(3, 2), axes=(0, 2), mode=modes, cval=1))
+    assert_same(*both("median_filter", x, footprint=CROSS, axes=(1, 2)))
+    assert_same(*both("maximum_filter", x, size=3, mode=("wrap", "nearest", "mirror")))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_1d_filters_along_each_axis(mode):
+    x = sample("int32", 3)
+    for name in ("minimum_filter1d", "maximum_filter1d"):
+        for axis in (0, 1, -1):
+            for size, origin in ((3, 0), (4, 1), (2, -1)):
+                ours, theirs = both(name, x, size, axis=axis, mode=mode, cval=-4, origin=origin)
+                assert_same(ours, theirs)
+
+
+def test_size_one_is_the_identity_and_output_casts():
+    x = sample("float64")
+    assert_same(*both("median_filter", x, size=1))
+    assert_same(*both("minimum_filter", x, size=1, output=np.int16))
+    assert_same(*both("rank_filter", x * 100, 1, size=3, output=np.uint8))
+
+
+def test_bad_arguments_fail_as_in_scipy():
+    x = sample("uint8")
+    with pytest.raises(RuntimeError, match="rank not within"):
+        ndf.rank_filter(x, 9, size=3)
+    with pytest.raises(RuntimeError, match="invalid percentile"):
+        ndf.percentile_filter(x, 120, size=3)
+    with pytest.raises(ValueError, match="All-zero footprint"):
+        ndf.minimum_filter(x, footprint=np.zeros((3, 3)))
+    with pytest.raises(RuntimeError, match="no footprint"):
+        ndf.median_filter(x)
+    with pytest.raises(ValueError, match="invalid origin"):
+        ndf.maximum_filter(x, size=3, origin=2)
+    with pytest.raises(TypeError, match="Complex"):
+        ndf.median_filter(x.astype(complex), size=3)
+    with pytest.warns(UserWarning, match="ignoring size"):
+        ndf.median_filter(x, size=5, footprint=CROSS)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "constant", "wrap"])
+def test_dask_any_chunking(mode):
+    for ndim in (2, 3):
+        x = sample("uint16", ndim)
+        footprint = CROSS if ndim == 2 else BALL
+        kwargs = {"mode": mode, "cval": 3}
+        assert_dask_same(ndf.median_filter, x, ndf.median_filter(x, 3, **kwargs), size=3, **kwargs)
+        assert_dask_same(
+            ndf.minimum_filter,
+            x,
+            ndf.minimum_filter(x, footprint=footprint, **kwargs),
+            footprint=footprint,
+            **kwargs,
+        )
+        assert_dask_same(
+            ndf.maximum_filter, x, ndf.maximum_filter(x, 4, **kwargs), size=4, **kwargs
+        )
