@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import tifffile
@@ -197,3 +198,15 @@ def test_no_dashboard_prints_no_link(tmp_path, pngs):  # noqa: F811
     summary = json_of(cli(*APPLY, "--no-dashboard", "--json", "--overwrite", cwd=tmp_path))
     assert summary["dashboard"] is None and summary["written"] == FRAMES
     check_outputs(tmp_path / "out", frames)
+
+
+def test_demo_runs_from_the_repository_root_and_its_config_names_the_demo_stack(tmp_path):
+    root = Path(__file__).resolve().parents[1]
+    made = cli("demo", "--workdir", tmp_path, "--frames", "2", cwd=root)
+    assert made.returncode == 0, made.stdout + made.stderr
+    outputs = sorted(p.name for p in (tmp_path / "out" / "sample").glob("*.tif"))
+    assert outputs == ["frame_000.tif", "frame_001.tif"]
+    assert (tmp_path / "out" / "preview.png").stat().st_size > 0
+    # `stencilpipe run configs/demo.yaml` reads the stack that `stencilpipe demo` makes.
+    validated = json_of(cli("validate", root / "configs" / "demo.yaml", "--json", cwd=tmp_path))
+    assert validated["input"] == f"{root}/data/sample/*.tif"

@@ -48,10 +48,15 @@ def _preview(before: np.ndarray, after: np.ndarray, path: Path) -> None:
     iio.imwrite(path, np.hstack([to_uint8(before), to_uint8(after)]))
 
 
-def run_demo(workdir: str | Path, frames: int, config: str | Path = "configs/demo.yaml") -> None:
-    """Make the sample stack under ``workdir``, run ``config`` there, save a preview.
+#: Where the demo makes its sample stack and writes the results, under its working directory.
+SAMPLE, RESULTS = "data/sample/*.tif", "out/sample/"
 
-    The config's input and output are taken under ``workdir``; its stencil files, beside it.
+
+def run_demo(workdir: str | Path, frames: int, config: str | Path = "configs/demo.yaml") -> None:
+    """Make the sample stack under ``workdir``, run ``config``'s stages on it, save a preview.
+
+    The stack and the results are :data:`SAMPLE` and :data:`RESULTS` under ``workdir``
+    (those of ``config`` with the default ``workdir``, the repository root).
     """
     import os
 
@@ -70,7 +75,7 @@ def run_demo(workdir: str | Path, frames: int, config: str | Path = "configs/dem
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     data = yaml.safe_load(config_path.read_text())
-    data.update({key: os.path.join(workdir, data[key]) for key in ("input", "output")})
+    data.update(input=os.path.join(workdir, SAMPLE), output=os.path.join(workdir, RESULTS))
     settings = parse_config(data, source=str(config_path), base_dir=config_path.parent)
     inputs = make_sample_stack(Path(settings.input).parent, frames)
     console.print(f"sample stack: {len(inputs)} frames in {Path(settings.input).parent}/")

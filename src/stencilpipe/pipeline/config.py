@@ -320,13 +320,12 @@ def _is_path_key(key: tuple[str, ...]) -> bool:
 
 
 def _absolute(value: Any, base_dir: str | os.PathLike[str]) -> Any:
-    """``value`` (a path) made absolute against ``base_dir``; URLs and non-strings as they are.
-
-    ``os.path.join`` keeps a trailing slash (``out/`` names a directory).
-    """
+    """``value`` (a path) made absolute against ``base_dir`` and normalised, keeping a trailing
+    slash (``out/`` names a directory); URLs and non-strings as they are."""
     if not isinstance(value, str) or not value or "://" in value:
         return value
-    return os.path.join(base_dir, os.path.expanduser(value))
+    path = os.path.normpath(os.path.join(base_dir, os.path.expanduser(value)))
+    return path + os.sep if value.endswith(("/", os.sep)) else path
 
 
 def _resolve_paths(data: dict[str, Any], base_dir: str | os.PathLike[str]) -> dict[str, Any]:
