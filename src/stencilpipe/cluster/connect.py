@@ -211,6 +211,11 @@ def dashboard_link(client: Client) -> str | None:
     health and metrics routes) also without a dashboard: ``dask scheduler --no-dashboard``,
     ``dashboard_address: null``, or no Bokeh on the scheduler. The dashboard is a Bokeh
     application added to that server.
+
+    Returns
+    -------
+    str or None
+        ``client.dashboard_link``, or None when the scheduler serves no dashboard.
     """
     link = client.dashboard_link
     if not link:
