@@ -19,6 +19,16 @@ from ._correlate import (
     uniform_filter,
     uniform_filter1d,
 )
+from ._derivatives import (
+    gaussian,
+    gaussian_filter,
+    gaussian_filter1d,
+    gaussian_gradient_magnitude,
+    gaussian_laplace,
+    laplace,
+    prewitt,
+    sobel,
+)
 from ._order import (
     maximum_filter,
     maximum_filter1d,
@@ -34,13 +44,21 @@ __all__ = [
     "convolve1d",
     "correlate",
     "correlate1d",
+    "gaussian",
+    "gaussian_filter",
+    "gaussian_filter1d",
+    "gaussian_gradient_magnitude",
+    "gaussian_laplace",
+    "laplace",
     "maximum_filter",
     "maximum_filter1d",
     "median_filter",
     "minimum_filter",
     "minimum_filter1d",
     "percentile_filter",
+    "prewitt",
     "rank_filter",
+    "sobel",
     "uniform_filter",
     "uniform_filter1d",
 ]

@@ -1,0 +1,301 @@
+"""Gaussian filters and derivatives: gaussian(_filter)(1d), gaussian_laplace,
+gaussian_gradient_magnitude, sobel, prewitt, laplace.
+
+Each is scipy's sequence of 1-D correlations, every pass stored in the output
+dtype; the components of a Laplacian or a gradient magnitude are combined as
+scipy combines them, with the arithmetic of the output dtype (``+=``, squares,
+``np.sqrt`` with its loop), which NumPy, Dask and CuPy arrays share.
+"""
+
+from __future__ import annotations
+
+import functools
+import numbers
+from typing import Any
+
+import numpy as np
+
+from ._apply import as_array, check_axes, dtypes_of, finish, normalize_sequence
+from ._correlate import axis_index, correlate1d, run_1d
+from ._kernels import correlate1d_kernel
+
+__all__ = [
+    "gaussian",
+    "gaussian_filter",
+    "gaussian_filter1d",
+    "gaussian_gradient_magnitude",
+    "gaussian_laplace",
+    "laplace",
+    "prewitt",
+    "sobel",
+]
+
+
+def _gaussian_kernel1d(sigma: float, order: int, radius: int) -> np.ndarray:
+    """scipy's 1-D Gaussian (derivative) weights: ``q(x) * phi(x)``, normalised ``phi``."""
+    if order < 0:
+        raise ValueError("order must be non-negative")
+    exponents = np.arange(order + 1)
+    sigma2 = sigma * sigma
+    x = np.arange(-radius, radius + 1)
+    phi = np.exp(-0.5 / sigma2 * x**2)
+    phi = phi / phi.sum()
+    if order == 0:
+        return phi
+    # q' + q * p' with p' = -x / sigma**2, as a matrix acting on q's coefficients.
+    q = np.zeros(order + 1)
+    q[0] = 1
+    derivative = np.diag(exponents[1:], 1) + np.diag(np.ones(order) / -sigma2, -1)
+    for _ in range(order):
+        q = derivative.dot(q)
+    return (x[:, None] ** exponents).dot(q) * phi
+
+
+def _gaussian_weights(sigma: Any, order: int, truncate: float, radius: Any) -> tuple[float, ...]:
+    """The weights scipy's gaussian_filter1d correlates with (reversed kernel)."""
+    sd = float(sigma)
+    lw = int(truncate * sd + 0.5) if radius is None else radius
+    if not isinstance(lw, numbers.Integral) or lw < 0:
+        raise ValueError("Radius must be a nonnegative integer.")
+    with np.errstate(all="ignore"):  # sigma=0 gives NaN weights, as in scipy
+        weights = _gaussian_kernel1d(sigma, order, lw)[::-1]
+    return tuple(float(w) for w in weights)
+
+
+def gaussian_filter1d(
+    input,
+    sigma,
+    axis=-1,
+    order=0,
+    output=None,
+    mode="reflect",
+    cval=0.0,
+    truncate=4.0,
+    *,
+    radius=None,
+):
+    """1-D Gaussian filter or derivative (scipy.ndimage.gaussian_filter1d).
+
+    Parameters
+    ----------
+    input : array_like
+        NumPy, Dask or CuPy array.
+    sigma : float
+        Standard deviation.
+    axis : int
+        The axis filtered.
+    order : int
+        Derivative order (0: smoothing).
+    output, mode, cval
+        As for :func:`stencilpipe.ndfilters.correlate1d`.
+    truncate : float
+        Radius in standard deviations, ``int(truncate * sigma + 0.5)``.
+    radius : int, optional
+        The radius itself, overriding ``truncate``.
+    """
+    weights = _gaussian_weights(sigma, order, truncate, radius)
+    return correlate1d(input, weights, axis, output, mode, cval, 0)
+
+
+def _gaussian_steps(ndim, sigma, order, mode, truncate, radius, axes) -> list[tuple]:
+    """1-D steps of scipy's gaussian_filter: axes with sigma above 1e-15, in order."""
+    axes = check_axes(axes, ndim)
+    orders = normalize_sequence(order, len(axes))
+    sigmas = normalize_sequence(sigma, len(axes))
+    modes = normalize_sequence(mode, len(axes))
+    radii = normalize_sequence(radius, len(axes))
+    steps = []
+    for axis, s, o, m, r in zip(axes, sigmas, orders, modes, radii):
+        if s > 1e-15:
+            weights = _gaussian_weights(s, o, truncate, r)
+            steps.append((functools.partial(correlate1d_kernel, weights, 0), m, axis))
+    return steps
+
+
+def gaussian_filter(
+    image,
+    sigma,
+    order=0,
+    mode="reflect",
+    cval=0.0,
+    truncate=4.0,
+    *,
+    output=None,
+    radius=None,
+    axes=None,
+):
+    """Multidimensional Gaussian filter (dask_image / scipy.ndimage ``gaussian_filter``).
+
+    Parameters
+    ----------
+    image : array_like
+        NumPy, Dask or CuPy array.
+    sigma : float or sequence of float
+        Standard deviation, for all axes or per axis; 0 leaves an axis unfiltered.
+    order : int or sequence of int
+        Derivative order per axis.
+    mode : str or sequence of str
+        Boundary mode, for all axes or per axis.
+    cval : scalar
+        Value outside the array under ``constant``.
+    truncate : float
+        Radius in standard deviations.
+    output : dtype or ndarray, optional
+        Output dtype (each 1-D pass is stored in it, as scipy does).
+    radius : int or sequence of int, optional
+        Radius per axis, overriding ``truncate``.
+    axes : sequence of int, optional
+        The axes filtered.
+    """
+    array = as_array(image)
+    steps = _gaussian_steps(array.ndim, sigma, order, mode, truncate, radius, axes)
+    return run_1d(array, "gaussian_filter", output, steps, cval)
+
+
+def gaussian(image, sigma, order=0, mode="reflect", cval=0.0, truncate=4.0, **kwargs):
+    """Alias of :func:`gaussian_filter` (as in dask_image.ndfilters)."""
+    return gaussian_filter(image, sigma, order, mode, cval, truncate, **kwargs)
+
+
+def _sum(parts: list[Any]) -> Any:
+    """``out = parts[0]; out += part`` in the parts' dtype (wrapping integers, as scipy)."""
+    total = parts[0]
+    for part in parts[1:]:
+        total = total + part
+    return total
+
+
+def _magnitude(parts: list[Any]) -> Any:
+    """scipy's ``sqrt(sum(part * part))`` with the output dtype's arithmetic; the square root
+    takes NumPy's loop for that dtype and is cast back (``casting='unsafe'``)."""
+    total = _sum([part * part for part in parts])
+    root = np.sqrt(total)  # NaN for wrapped negative integers, with scipy's warning
+    with np.errstate(invalid="ignore"):
+        return root.astype(total.dtype)
+
+
+def _combined(image, mode, output, axes, combine, component, name):
+    """scipy's generic_laplace / generic_gradient_magnitude: ``component(array, axis, mode,
+    dtype)`` along each axis filtered, stored in the output dtype, then ``combine``-d in it;
+    a copy without axes."""
+    array = as_array(image)
+    dtypes = dtypes_of(array, output, name)
+    axes = check_axes(axes, array.ndim)
+    if not axes:
+        return finish(array, dtypes, output)
+    modes = normalize_sequence(mode, len(axes))
+    parts = [component(array, axis, m, dtypes.store) for axis, m in zip(axes, modes)]
+    return finish(combine(parts), dtypes, output)
+
+
+def _sigmas_over(ndim: int, sigma: Any, axes: Any) -> list[Any]:
+    """``sigma`` per axis of an ``ndim``-D array, 0 on the axes not filtered."""
+    axes = check_axes(axes, ndim)
+    full = [0] * ndim
+    for s, ax in zip(normalize_sequence(sigma, len(axes)), axes):
+        full[ax] = s
+    return full
+
+
+def _gaussian_derivative(image, sigma, order, mode, cval, truncate, output, axes, radius, name):
+    sigmas = _sigmas_over(as_array(image).ndim, sigma, axes)
+
+    def component(array, axis, m, dtype):
+        orders = [order if d == axis else 0 for d in range(array.ndim)]
+        return gaussian_filter(
+            array, sigmas, orders, m, cval, truncate, output=dtype, radius=radius
+        )
+
+    combine = _sum if order == 2 else _magnitude
+    return _combined(image, mode, output, axes, combine, component, name)
+
+
+def gaussian_laplace(
+    image, sigma, mode="reflect", cval=0.0, truncate=4.0, *, output=None, axes=None, radius=None
+):
+    """Laplace filter of Gaussian second derivatives (dask_image / scipy ``gaussian_laplace``).
+
+    Parameters
+    ----------
+    image : array_like
+        NumPy, Dask or CuPy array.
+    sigma : float or sequence of float
+        Standard deviation per axis.
+    mode : str or sequence of str
+        Boundary mode, for all axes or per axis filtered.
+    cval, truncate, output, axes, radius
+        As for :func:`gaussian_filter`.
+    """
+    return _gaussian_derivative(
+        image, sigma, 2, mode, cval, truncate, output, axes, radius, "gaussian_laplace"
+    )
+
+
+def gaussian_gradient_magnitude(
+    image, sigma, mode="reflect", cval=0.0, truncate=4.0, *, output=None, axes=None, radius=None
+):
+    """Gradient magnitude of Gaussian derivatives (dask_image / scipy
+    ``gaussian_gradient_magnitude``).
+
+    Parameters are those of :func:`gaussian_laplace`.
+    """
+    return _gaussian_derivative(
+        image, sigma, 1, mode, cval, truncate, output, axes, radius, "gaussian_gradient_magnitude"
+    )
+
+
+def _edge(image, axis, mode, cval, output, smoothing, name):
+    array = as_array(image)
+    axis = axis_index(axis, array.ndim)
+    modes = normalize_sequence(mode, array.ndim)
+    derivative = functools.partial(correlate1d_kernel, (-1.0, 0.0, 1.0), 0)
+    smooth = functools.partial(correlate1d_kernel, smoothing, 0)
+    steps = [(derivative, modes[axis], axis)]
+    steps += [(smooth, modes[d], d) for d in range(array.ndim) if d != axis]
+    return run_1d(array, name, output, steps, cval)
+
+
+def sobel(image, axis=-1, mode="reflect", cval=0.0, *, output=None):
+    """Sobel derivative (dask_image / scipy.ndimage ``sobel``): [-1, 0, 1] along ``axis``,
+    then [1, 2, 1] along each other axis, each pass stored in the output dtype.
+
+    Parameters
+    ----------
+    image : array_like
+        NumPy, Dask or CuPy array.
+    axis : int
+        The axis of the derivative.
+    mode : str or sequence of str
+        Boundary mode, for all axes or per axis.
+    cval : scalar
+        Value outside the array under ``constant``.
+    output : dtype or ndarray, optional
+        Output dtype (integer outputs wrap, as in scipy).
+    """
+    return _edge(image, axis, mode, cval, output, (1.0, 2.0, 1.0), "sobel")
+
+
+def prewitt(image, axis=-1, mode="reflect", cval=0.0, *, output=None):
+    """Prewitt derivative (dask_image / scipy.ndimage ``prewitt``): as :func:`sobel` with
+    [1, 1, 1] across."""
+    return _edge(image, axis, mode, cval, output, (1.0, 1.0, 1.0), "prewitt")
+
+
+def laplace(image, mode="reflect", cval=0.0, *, output=None, axes=None):
+    """Discrete Laplacian (dask_image / scipy.ndimage ``laplace``): [1, -2, 1] along each
+    axis, each stored in the output dtype and summed in it.
+
+    Parameters
+    ----------
+    image : array_like
+        NumPy, Dask or CuPy array.
+    mode : str or sequence of str
+        Boundary mode, for all axes or per axis filtered.
+    cval, output, axes
+        As for :func:`stencilpipe.ndfilters.correlate`.
+    """
+
+    def component(array, axis, m, dtype):
+        return correlate1d(array, (1.0, -2.0, 1.0), axis, dtype, m, cval)
+
+    return _combined(image, mode, output, axes, _sum, component, "laplace")
