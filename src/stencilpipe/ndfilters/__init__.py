@@ -29,6 +29,7 @@ from ._derivatives import (
     prewitt,
     sobel,
 )
+from ._generic import generic_filter, threshold_local
 from ._order import (
     maximum_filter,
     maximum_filter1d,
@@ -49,6 +50,7 @@ __all__ = [
     "gaussian_filter1d",
     "gaussian_gradient_magnitude",
     "gaussian_laplace",
+    "generic_filter",
     "laplace",
     "maximum_filter",
     "maximum_filter1d",
@@ -59,6 +61,7 @@ __all__ = [
     "prewitt",
     "rank_filter",
     "sobel",
+    "threshold_local",
     "uniform_filter",
     "uniform_filter1d",
 ]

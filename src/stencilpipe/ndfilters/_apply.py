@@ -24,6 +24,7 @@ __all__ = [
     "Pass",
     "as_array",
     "check_axes",
+    "check_real",
     "filter_mode",
     "finish",
     "normalize_sequence",
@@ -62,6 +63,12 @@ def as_array(input: Any) -> Any:
     if is_dask_array(input) or hasattr(input, "__cuda_array_interface__"):
         return input
     return np.asarray(input)
+
+
+def check_real(array: Any, name: str) -> None:
+    """A TypeError for complex input (scipy computes some filters on complex, not these)."""
+    if array.dtype.kind == "c":
+        raise TypeError(f"{name}: Complex type not supported by stencilpipe.ndfilters")
 
 
 def normalize_sequence(value: Any, rank: int) -> list[Any]:

@@ -11,6 +11,7 @@ from ._apply import (
     Pass,
     as_array,
     check_axes,
+    check_real,
     dtypes_of,
     finish,
     normalize_sequence,
@@ -40,11 +41,6 @@ def _real_weights(weights: Any) -> np.ndarray:
     if weights.dtype.kind == "c":
         raise TypeError("complex weights are not supported by stencilpipe.ndfilters")
     return np.asarray(weights, dtype=np.float64)
-
-
-def _check_real_input(array: Any, name: str) -> None:
-    if array.dtype.kind == "c":
-        raise TypeError(f"{name}: complex input is not supported by stencilpipe.ndfilters")
 
 
 def _origin_1d(origin: Any, length: int) -> int:
@@ -100,7 +96,7 @@ def correlate1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, 
         Of the input's array type; values as scipy's.
     """
     array = as_array(input)
-    _check_real_input(array, "correlate1d")
+    check_real(array, "correlate1d")
     weights = _real_weights(weights)
     if weights.ndim != 1 or weights.shape[0] < 1:
         raise RuntimeError("no filter weights given")
@@ -125,7 +121,7 @@ def convolve1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, o
 
 def _correlate_nd(image, weights, mode, cval, origin, output, axes, convolution, name):
     array = as_array(image)
-    _check_real_input(array, name)
+    check_real(array, name)
     weights = _real_weights(weights)
     axes = check_axes(axes, array.ndim)
     origins = normalize_sequence(origin, len(axes))
@@ -226,7 +222,7 @@ def uniform_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0
     then differ by one where the mean is an integer that scipy's drift truncates.
     """
     array = as_array(input)
-    _check_real_input(array, "uniform_filter1d")
+    check_real(array, "uniform_filter1d")
     axis = axis_index(axis, array.ndim)
     if size < 1:
         raise RuntimeError("incorrect filter size")
@@ -254,7 +250,7 @@ def uniform_filter(image, size=3, mode="reflect", cval=0.0, origin=0, *, output=
     See :func:`uniform_filter1d` for integer outputs.
     """
     array = as_array(image)
-    _check_real_input(array, "uniform_filter")
+    check_real(array, "uniform_filter")
     axes = check_axes(axes, array.ndim)
     sizes = normalize_sequence(size, len(axes))
     origins = normalize_sequence(origin, len(axes))

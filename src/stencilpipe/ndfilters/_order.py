@@ -18,6 +18,7 @@ from ._apply import (
     Pass,
     as_array,
     check_axes,
+    check_real,
     dtypes_of,
     filter_mode,
     finish,
@@ -35,6 +36,10 @@ __all__ = [
     "minimum_filter1d",
     "percentile_filter",
     "rank_filter",
+    "box_or_footprint",
+    "expand",
+    "offsets_of",
+    "warn_size_ignored",
 ]
 
 
@@ -57,11 +62,6 @@ def _rank_pass(
     return Pass(lambda dtype: rank_kernel(offsets, rank, store, dtype != store), mode, axis)
 
 
-def _check_real(array: Any) -> None:
-    if array.dtype.kind == "c":
-        raise TypeError("Complex type not supported")
-
-
 def _separable(array, sizes, origins, modes, axes, output, cval, minimum: bool, name: str):
     """Box minimum or maximum: 1-D passes along each axis whose size exceeds 1."""
     dtypes = dtypes_of(array, output, name)
@@ -75,7 +75,7 @@ def _separable(array, sizes, origins, modes, axes, output, cval, minimum: bool, 
     return finish(run_passes(array, passes, dtypes, cval), dtypes, output)
 
 
-def _expand(array, footprint, origin, axes) -> tuple[np.ndarray, list[int]]:
+def expand(array, footprint, origin, axes) -> tuple[np.ndarray, list[int]]:
     """The footprint and origins over every axis of ``array`` (size 1 along unfiltered axes)."""
     origins = normalize_sequence(origin, len(axes))
     if len(axes) < array.ndim:
@@ -94,7 +94,7 @@ def _expand(array, footprint, origin, axes) -> tuple[np.ndarray, list[int]]:
     return footprint, origins
 
 
-def _offsets(footprint: np.ndarray, origins: list[int]) -> tuple[Offset, ...]:
+def offsets_of(footprint: np.ndarray, origins: list[int]) -> tuple[Offset, ...]:
     """The footprint's True places as offsets from the (shifted) centre, in C order."""
     return tuple(
         tuple(int(i) - n // 2 - o for i, n, o in zip(index, footprint.shape, origins))
@@ -119,15 +119,15 @@ def _footprint_filter(array, offsets, rank, mode, cval, output, name, cval_dtype
     return finish(run_passes(array, [step], dtypes, fill), dtypes, output)
 
 
-def _warn_size_ignored(size: Any, footprint: Any) -> None:
+def warn_size_ignored(size: Any, footprint: Any) -> None:
     if size is not None and footprint is not None:
         warnings.warn("ignoring size because footprint is set", UserWarning, stacklevel=4)
 
 
 def _min_or_max(image, size, footprint, mode, cval, origin, output, axes, minimum, name):
-    _warn_size_ignored(size, footprint)
+    warn_size_ignored(size, footprint)
     array = as_array(image)
-    _check_real(array)
+    check_real(array, name)
     axes = check_axes(axes, array.ndim)
     if footprint is None:
         if size is None:
@@ -143,8 +143,8 @@ def _min_or_max(image, size, footprint, mode, cval, origin, output, axes, minimu
         origins = normalize_sequence(origin, len(axes))
         modes = normalize_sequence(mode, len(axes))
         return _separable(array, sizes, origins, modes, axes, output, cval, minimum, name)
-    footprint, origins = _expand(array, footprint, origin, axes)
-    offsets = _offsets(footprint, origins)
+    footprint, origins = expand(array, footprint, origin, axes)
+    offsets = offsets_of(footprint, origins)
     rank = 0 if minimum else len(offsets) - 1
     return _footprint_filter(array, offsets, rank, mode, cval, output, name, array.dtype)
 
@@ -197,7 +197,7 @@ def maximum_filter(
 
 def _filter1d(input, size, axis, output, mode, cval, origin, minimum, name):
     array = as_array(input)
-    _check_real(array)
+    check_real(array, name)
     axis = axis_index(axis, array.ndim)
     if size < 1:
         raise RuntimeError("incorrect filter size")
@@ -228,6 +228,15 @@ def maximum_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0
     return _filter1d(input, size, axis, output, mode, cval, origin, False, "maximum_filter1d")
 
 
+def box_or_footprint(size: Any, footprint: Any, n_axes: int) -> np.ndarray:
+    """``footprint`` as bools, or an all-True box of ``size`` (per axis) without one."""
+    if footprint is not None:
+        return np.asarray(footprint, dtype=bool)
+    if size is None:
+        raise RuntimeError("no footprint or filter size provided")
+    return np.ones(normalize_sequence(size, n_axes), dtype=bool)
+
+
 def _rank_of(operation: str, rank: Any, count: int) -> int:
     if operation == "median":
         rank = count // 2
@@ -245,25 +254,20 @@ def _rank_of(operation: str, rank: Any, count: int) -> int:
 
 
 def _rank_filter(image, rank, size, footprint, mode, cval, origin, output, axes, operation):
-    _warn_size_ignored(size, footprint)
+    warn_size_ignored(size, footprint)
     array = as_array(image)
-    _check_real(array)
+    name = f"{operation}_filter"
+    check_real(array, name)
     axes = check_axes(axes, array.ndim)
-    if footprint is None:
-        if size is None:
-            raise RuntimeError("no footprint or filter size provided")
-        footprint = np.ones(normalize_sequence(size, len(axes)), dtype=bool)
-    else:
-        footprint = np.asarray(footprint, dtype=bool)
+    footprint = box_or_footprint(size, footprint, len(axes))
     if len(axes) < array.ndim and not isinstance(mode, str):
         full = ["constant"] * array.ndim
         for m, ax in zip(normalize_sequence(mode, len(axes)), axes):
             full[ax] = m
         mode = full
-    footprint, origins = _expand(array, footprint, origin, axes)
-    offsets = _offsets(footprint, origins)
+    footprint, origins = expand(array, footprint, origin, axes)
+    offsets = offsets_of(footprint, origins)
     rank = _rank_of(operation, rank, len(offsets))
-    name = f"{operation}_filter"
     if rank in (0, len(offsets) - 1):
         minimum = rank == 0
         return _min_or_max(array, None, footprint, mode, cval, origins, output, None, minimum, name)

@@ -1,0 +1,181 @@
+"""generic_filter (a user's function over the footprint, compiled by Numba) and threshold_local.
+
+scipy's generic_filter calls a Python function per element with the footprint's
+values as a 1-D float64 array (or, through a LowLevelCallable, compiled code).
+Here the function is compiled with Numba and called from the kernel: the
+kernel fills a buffer with the values in the footprint's C order (``cval`` as a
+double outside the array) and stores the returned double as scipy does.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+
+import numpy as np
+
+from ..errors import KernelError
+from ..library import _from_source
+from ..stencils import Stencil
+from ..stencils.dask_apply import is_dask_array
+from ._apply import (
+    Pass,
+    as_array,
+    check_axes,
+    check_real,
+    dtypes_of,
+    filter_mode,
+    finish,
+    run_passes,
+)
+from ._casting import store_lines
+from ._correlate import uniform_filter
+from ._derivatives import gaussian_filter
+from ._order import box_or_footprint, expand, median_filter, offsets_of, warn_size_ignored
+
+__all__ = ["generic_filter", "threshold_local"]
+
+
+def _jitted(function):
+    """A Python ``function`` as a Numba dispatcher (compiled lazily, on first call); others
+    (NumPy's functions such as ``np.std``, Numba dispatchers) as they are: Numba knows them."""
+    if not callable(function):
+        raise TypeError(f"generic_filter: function must be callable, got {function!r}")
+    if isinstance(function, types.FunctionType):
+        import numba
+
+        return numba.njit(function)
+    return function
+
+
+def _kernel_source(offsets, n_extra: int, keywords: list[str], store: np.dtype) -> str:
+    reads = ["x[" + ", ".join(map(str, offset)) + "]" for offset in offsets]
+    arguments = ["buffer"] + [f"_sp_arg{k}" for k in range(n_extra)]
+    arguments += [f"{key}=_sp_kw_{key}" for key in keywords]
+    lines = ["def generic_filter(x):", f"    buffer = np.empty({len(reads)}, np.float64)"]
+    lines += [f"    buffer[{k}] = {read}" for k, read in enumerate(reads)]
+    lines.append(f"    t = np.float64(_sp_function({', '.join(arguments)}))")
+    return "\n".join(lines + store_lines("t", store)) + "\n"
+
+
+def _kernel(function, offsets, extra_arguments, keywords, store) -> Stencil:
+    """The stencil calling ``function`` (compiled) on the values at ``offsets``."""
+    source = _kernel_source(offsets, len(extra_arguments), [key for key, _ in keywords], store)
+    namespace = {"_sp_function": _jitted(function)}
+    namespace.update({f"_sp_arg{k}": a for k, a in enumerate(extra_arguments)})
+    namespace.update({f"_sp_kw_{key}": value for key, value in keywords})
+    kernel_store = np.dtype(np.uint8) if store.kind == "b" else store
+    return _from_source("generic_filter", source, namespace, dtype=kernel_store)
+
+
+#: Kernels of recent (function, footprint, arguments, store) calls: a user's function cannot
+#: be cached on disk (it is injected into the module), so each process compiles it once.
+_cached_kernel = functools.lru_cache(maxsize=64)(_kernel)
+
+
+def generic_filter(
+    image,
+    function,
+    size=None,
+    footprint=None,
+    mode="reflect",
+    cval=0.0,
+    origin=0,
+    extra_arguments=(),
+    extra_keywords=None,
+    *,
+    output=None,
+    axes=None,
+):
+    """``function`` of the values in each window (dask_image / scipy ``generic_filter``).
+
+    Parameters
+    ----------
+    image : array_like
+        NumPy, Dask or CuPy array.
+    function : callable
+        Takes a 1-D float64 array of the footprint's values (C order) and returns a
+        number; compiled with Numba (``nopython``): NumPy functions on arrays, math,
+        loops. A function Numba cannot compile raises a :class:`~stencilpipe.KernelError`
+        naming it and Numba's reason.
+    size, footprint, mode, cval, origin, output, axes
+        As for :func:`stencilpipe.ndfilters.minimum_filter` (one mode for all axes).
+    extra_arguments : tuple
+        Further positional arguments of ``function``.
+    extra_keywords : dict, optional
+        Keyword arguments of ``function``.
+    """
+    warn_size_ignored(size, footprint)
+    array = as_array(image)
+    check_real(array, "generic_filter")
+    axes = check_axes(axes, array.ndim)
+    footprint, origins = expand(array, box_or_footprint(size, footprint, len(axes)), origin, axes)
+    if not isinstance(mode, str):
+        raise RuntimeError("A sequence of modes is not supported by generic_filter")
+    filter_mode(mode)
+    keywords = dict(extra_keywords or {})
+    dtypes = dtypes_of(array, output, "generic_filter")
+    arguments = (offsets_of(footprint, origins), tuple(extra_arguments))
+    arguments += (tuple(sorted(keywords.items())), dtypes.store)
+    try:
+        stencil = _cached_kernel(function, *arguments)
+    except TypeError:  # unhashable extra arguments: compiled for this call only
+        stencil = _kernel(function, *arguments)
+    step = Pass(lambda _dtype: stencil, mode)
+    name = getattr(function, "__name__", repr(function))
+    try:
+        if is_dask_array(array):  # compile now, not in a worker at compute time
+            run_passes(np.zeros((1,) * array.ndim, array.dtype), [step], dtypes, cval)
+        return finish(run_passes(array, [step], dtypes, cval), dtypes, output)
+    except KernelError as exc:
+        reason = str(exc).split(": ", 1)[-1].split(". Kernels may", 1)[0]
+        raise KernelError(
+            f"generic_filter: Numba cannot compile function {name!r} for a 1-D float64 "
+            f"array of the footprint's values ({reason}); write it with NumPy/math "
+            "operations Numba supports, or call scipy.ndimage.generic_filter"
+        ) from None
+
+
+def threshold_local(
+    image, block_size, method="gaussian", offset=0, mode="reflect", param=None, cval=0
+):
+    """Local threshold: a weighted mean of each neighbourhood minus ``offset``
+    (dask_image.ndfilters.threshold_local), computed in float64.
+
+    Parameters
+    ----------
+    image : array_like
+        NumPy, Dask or CuPy array.
+    block_size : int or sequence of int
+        The neighbourhood's size.
+    method : {'gaussian', 'mean', 'median', 'generic'}
+        The local statistic: a Gaussian with sigma ``(block_size - 1) / 6`` (or
+        ``param``), the mean, the median, or ``param`` as a generic_filter function.
+    offset : float
+        Subtracted from the statistic.
+    mode : str
+        Boundary mode.
+    param : float or callable, optional
+        Sigma for 'gaussian', the function for 'generic'.
+    cval : scalar
+        Value outside the array under ``constant``.
+    """
+    array = as_array(image).astype(np.float64)
+    if method == "generic":
+        if not callable(param):
+            raise ValueError(
+                "Must include a valid function to use as the 'param' keyword argument."
+            )
+        thresholds = generic_filter(array, param, block_size, mode=mode, cval=cval)
+    elif method == "gaussian":
+        sigma = (np.array(block_size).astype(float) - 1) / 6.0 if param is None else param
+        thresholds = gaussian_filter(array, sigma, mode=mode, cval=cval)
+    elif method == "mean":
+        thresholds = uniform_filter(array, block_size, mode=mode, cval=cval)
+    elif method == "median":
+        thresholds = median_filter(array, block_size, mode=mode, cval=cval)
+    else:
+        raise ValueError(
+            "Invalid method specified. Please use `generic`, `gaussian`, `mean`, or `median`."
+        )
+    return thresholds - offset
