@@ -69,7 +69,7 @@ def test_processes_false_runs_the_workers_as_threads_of_the_run(tmp_path):
         "boundary: nearest\ncluster: {processes: false, n_workers: 2, threads_per_worker: 2}\n"
     )
     result = cli("run", "run.yaml", "--json", cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 0 and result.stderr == "", result.stderr
     summary = json.loads(result.stdout)
     assert summary["written"] == 4 and urlparse(summary["dashboard"]).hostname == "127.0.0.1"
     for name, frame in frames.items():
