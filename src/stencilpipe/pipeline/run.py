@@ -319,9 +319,12 @@ def run(
         finally:
             remove_leftovers(work.write)
     log.info(
-        "summary: %d written, %d kept, %d failed, %.2f s, output %s",
+        "summary: %d written, %d kept, %d recomputed as stale, %d as damaged, %d failed, "
+        "%.2f s, output %s",
         summary.written,
         summary.kept,
+        summary.recomputed_stale,
+        summary.recomputed_damaged,
         len(summary.failures),
         summary.seconds,
         summary.output,
