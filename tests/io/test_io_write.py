@@ -442,12 +442,19 @@ def test_zarr_all_zero_frames_count_as_written(tmp_path):
     assert imsave(np.zeros((2, 4, 4), np.uint8), tmp_path / "z.zarr").frames_skipped == 2
 
 
-def test_zarr_target_of_another_shape_is_refused(tmp_path):
-    imsave(np.zeros((2, 4, 4), np.uint8), tmp_path / "z.zarr")
+def test_zarr_target_of_another_shape_is_refused_unless_stencilpipe_wrote_it(tmp_path):
+    zarr.create_array(tmp_path / "z.zarr", shape=(2, 4, 4), dtype="u1", chunks=(1, 4, 4))
     with pytest.raises(TargetError, match=r"already holds an array of shape \(2, 4, 4\)"):
         imsave(np.zeros((3, 4, 4), np.uint8), tmp_path / "z.zarr")
     imsave(np.ones((3, 4, 4), np.uint8), tmp_path / "z.zarr", overwrite=True)
     assert zarr.open_array(tmp_path / "z.zarr", mode="r")[:].sum() == 48
+
+    # Written by stencilpipe: another computation, of another dtype, is stale and replaces it.
+    report = imsave(np.full((3, 4, 4), 0.5, np.float32), tmp_path / "z.zarr")
+    assert (report.frames_written, report.frames_stale) == (3, 3)
+    np.testing.assert_array_equal(
+        zarr.open_array(tmp_path / "z.zarr", mode="r")[:], np.full((3, 4, 4), 0.5, np.float32)
+    )
 
 
 def test_zarr_compute_false_creates_nothing(tmp_path):

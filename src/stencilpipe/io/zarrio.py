@@ -127,11 +127,12 @@ def save_zarr(
             f"{store} exists but holds no array that this write can resume; pass "
             "overwrite=True to replace it, or choose another target"
         )
-    if existing is not None and (existing.shape, existing.dtype, existing.chunks) != (
+    fits = existing is None or (existing.shape, existing.dtype, existing.chunks) == (
         layout.shape,
         layout.dtype,
         layout.chunks,
-    ):
+    )
+    if not fits and existing.attrs.get(_RUN) is None:  # not ours: never replaced unasked
         raise TargetError(
             f"{store} already holds an array of shape {existing.shape}, dtype "
             f"{existing.dtype}, chunks {existing.chunks}, not {layout.shape} {layout.dtype} "
@@ -140,11 +141,12 @@ def save_zarr(
     blocks = frame_blocks(array.chunks[0])
     block_inputs = [_union(inputs[i] for i in frames) for frames in blocks]
     owner = {frame: b for b, frames in enumerate(blocks) for frame in frames}
-    verdicts = (
-        [NEW] * len(blocks)
-        if existing is None
-        else _judge_blocks(existing, layout, len(blocks), provenance, block_inputs)
-    )
+    if existing is None:
+        verdicts = [NEW] * len(blocks)
+    elif not fits:  # another write of stencilpipe's, of another layout: all of it is stale
+        verdicts = [STALE] * len(blocks)
+    else:
+        verdicts = _judge_blocks(existing, layout, len(blocks), provenance, block_inputs)
     todo = [b for b, verdict in enumerate(verdicts) if verdict != KEPT]
     written = sum(len(blocks[b]) for b in todo)
     recomputed = tuple(
@@ -152,7 +154,7 @@ def save_zarr(
     )
     if not todo:
         return lazy_report(None, store, (), 0, array.shape[0])
-    ready = dask.delayed(_create, pure=True)(layout, run=run, create=existing is None)
+    ready = dask.delayed(_create, pure=True)(layout, run=run, create=not fits or existing is None)
     sub = select_blocks(array, todo)
     frames = np.concatenate([np.asarray(blocks[b]) for b in todo])
     index = [da.from_array(frames, chunks=(sub.chunks[0],))]
