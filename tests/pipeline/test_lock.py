@@ -204,3 +204,18 @@ def test_a_lock_whose_pid_was_reused_is_stale_and_one_from_another_host_is_not(t
         with lock_output(out, "out/"):
             pass
     assert lock_of(out)["host"] == "elsewhere"  # left to its owner
+
+
+def test_a_run_with_nothing_to_compute_needs_no_worker(tmp_path, stack, cluster):
+    """Every output kept: the run ends without waiting for a worker (a batch system's may
+    start hours later)."""
+    worker = cluster.add_worker()
+    code, stdout, stderr = finish(start_run(tmp_path, cluster.address))
+    assert code == 0, stdout + stderr
+    worker.terminate()
+    worker.wait(timeout=60)
+
+    code, stdout, stderr = finish(start_run(tmp_path, cluster.address))
+    assert code == 0, stdout + stderr
+    assert f"0 written, {FRAMES} kept by resume" in stdout
+    check_outputs(tmp_path / "out", stack)

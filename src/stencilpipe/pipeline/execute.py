@@ -113,7 +113,8 @@ def execute(
             watch.check(client, pending)
     if not files:
         return Outcome(results.get(0), failed)
-    client.compute(write.finish()).result()  # every block is done: lost workers' temp files go
+    if futures:  # every block is done: the temp files of workers lost mid-write go
+        client.compute(write.finish()).result()
     return Outcome(write.partial_report([results.get(i) for i in range(len(futures))]), failed)
 
 
