@@ -39,7 +39,7 @@ def test_footprint_origin_extra_arguments_and_integer_store(dtype):
         "footprint": footprint,
         "origin": (0, -1),
         "extra_arguments": (0.25,),
-        "extra_keywords": {"shift": -3.0},
+        "extra_keywords": {"shift": np.float64(-3.0)},  # a NumPy scalar, as scipy passes
     }
     expected = ndi.generic_filter(x, weighted, **kwargs)
     assert_same(ndf.generic_filter(x, weighted, **kwargs), expected)

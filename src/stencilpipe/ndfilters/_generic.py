@@ -58,12 +58,18 @@ def _kernel_source(offsets, n_extra: int, keywords: list[str], store: np.dtype) 
     return "\n".join(lines + store_lines("t", store)) + "\n"
 
 
+def _plain(value):
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def _kernel(function, offsets, extra_arguments, keywords, store) -> Stencil:
     """The stencil calling ``function`` (compiled) on the values at ``offsets``."""
     source = _kernel_source(offsets, len(extra_arguments), [key for key, _ in keywords], store)
     namespace = {"_sp_function": _jitted(function)}
-    namespace.update({f"_sp_arg{k}": a for k, a in enumerate(extra_arguments)})
-    namespace.update({f"_sp_kw_{key}": value for key, value in keywords})
+    # NumPy scalars as Python numbers: the compiler writes constants into the kernel's
+    # module as source, and repr(np.float64(5.0)) is not source there.
+    namespace.update({f"_sp_arg{k}": _plain(a) for k, a in enumerate(extra_arguments)})
+    namespace.update({f"_sp_kw_{key}": _plain(value) for key, value in keywords})
     kernel_store = np.dtype(np.uint8) if store.kind == "b" else store
     return _from_source("generic_filter", source, namespace, dtype=kernel_store)
 
