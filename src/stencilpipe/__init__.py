@@ -23,7 +23,17 @@ from .errors import (
     KernelError,
     StencilpipeError,
 )
-from .io import StackInfo, TargetError, WriteReport, imread, imsave, inspect
+from .io import (
+    NoSpaceLeft,
+    OutputBusy,
+    Provenance,
+    StackInfo,
+    TargetError,
+    WriteReport,
+    imread,
+    imsave,
+    inspect,
+)
 from .stencils import Chain, Stencil, chain, stencil
 
 __all__ = [
@@ -34,6 +44,9 @@ __all__ = [
     "ConfigError",
     "ImageStackError",
     "KernelError",
+    "NoSpaceLeft",
+    "OutputBusy",
+    "Provenance",
     "StackInfo",
     "Stencil",
     "StencilpipeError",

@@ -21,7 +21,6 @@ something else) or ``damaged`` (its bytes changed, or it is truncated).
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -32,6 +31,7 @@ from typing import Any
 
 from dask.base import tokenize
 
+from .. import __version__
 from .atomic import write_atomic
 from .lock import state_dir
 
@@ -45,7 +45,6 @@ __all__ = [
     "judge",
     "record_path",
     "records_dir",
-    "version",
     "write_record",
 ]
 
@@ -53,14 +52,6 @@ __all__ = [
 NEW, KEPT, STALE, DAMAGED = "new", "kept", "stale", "damaged"
 _RECORDS = "records"
 _PIECE = 1 << 23  # bytes read at a time when verifying an output
-
-
-def version() -> str:
-    """The installed stencilpipe's version."""
-    try:
-        return importlib.metadata.version("stencilpipe")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
 
 
 @dataclass(frozen=True)
@@ -83,7 +74,7 @@ class Provenance:
     def of(cls, about: dict[str, Any], *identity: Any) -> Provenance:
         """The provenance described by ``about`` (JSON-able), digested with ``identity``
         (objects Dask tokenizes deterministically, such as stencils and chains)."""
-        about = {"stencilpipe": version(), **about}
+        about = {"stencilpipe": __version__, **about}
         return cls(tokenize(json.dumps(about, sort_keys=True, default=str), *identity), about)
 
     def with_format(self, extension: str, compression: str | None) -> Provenance:
