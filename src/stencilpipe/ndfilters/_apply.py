@@ -21,6 +21,7 @@ from ._casting import Dtypes, as_compute_input, resolve_dtypes
 
 __all__ = [
     "ModeError",
+    "ShapeError",
     "Pass",
     "as_array",
     "check_axes",
@@ -46,6 +47,11 @@ _MODES = {
 
 class ModeError(BoundaryError, RuntimeError):
     """An unknown boundary mode (a RuntimeError too, as scipy raises)."""
+
+
+class ShapeError(RuntimeError, ValueError):
+    """Weights or a footprint whose shape does not fit the input: scipy raises a
+    RuntimeError, dask-image a ValueError; code written for either catches this."""
 
 
 def filter_mode(mode: Any) -> str:

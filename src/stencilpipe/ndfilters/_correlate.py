@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import functools
+import operator
 from typing import Any
 
 import numpy as np
 
 from ._apply import (
     Pass,
+    ShapeError,
     as_array,
     check_axes,
     check_real,
@@ -33,7 +35,15 @@ __all__ = [
 
 def axis_index(axis: Any, ndim: int) -> int:
     """``axis`` as a non-negative axis of an ``ndim``-D array (NumPy's AxisError otherwise)."""
+    try:
+        axis = operator.index(axis)
+    except TypeError:
+        raise AxisTypeError(f"The axis must be of integral type, got {axis!r}") from None
     return int(np.lib.array_utils.normalize_axis_index(axis, ndim))
+
+
+class AxisTypeError(TypeError, ValueError):
+    """A non-integer axis: scipy raises a TypeError, dask-image a ValueError."""
 
 
 def _real_weights(weights: Any) -> np.ndarray:
@@ -44,7 +54,7 @@ def _real_weights(weights: Any) -> np.ndarray:
 
 
 def _origin_1d(origin: Any, length: int) -> int:
-    origin = int(origin)
+    origin = operator.index(origin)
     if origin < -(length // 2) or origin > (length - 1) // 2:
         raise ValueError(
             "Invalid origin; origin must satisfy -(len(weights) // 2) <= origin <= "
@@ -134,8 +144,8 @@ def _correlate_nd(image, weights, mode, cval, origin, output, axes, convolution,
             full[ax] = o
         origins = full
     if weights.ndim != array.ndim or 0 in weights.shape:
-        raise RuntimeError("filter weights array has incorrect shape.")
-    origins = [int(o) for o in origins]
+        raise ShapeError("filter weights array has incorrect shape.")
+    origins = [operator.index(o) for o in origins]
     if convolution:
         weights = weights[(slice(None, None, -1),) * weights.ndim]
         origins = [-o - (0 if n % 2 else 1) for o, n in zip(origins, weights.shape)]
@@ -197,7 +207,7 @@ def convolve(image, weights, mode="reflect", cval=0.0, origin=0, *, output=None,
 
 
 def _uniform_origin(size: int, origin: Any) -> int:
-    origin = int(origin)
+    origin = operator.index(origin)
     if size // 2 + origin < 0 or size // 2 + origin >= size:
         raise ValueError("invalid origin")
     return origin

@@ -9,6 +9,7 @@ int64 (integer inputs) or the input's float type.
 
 from __future__ import annotations
 
+import operator
 import warnings
 from typing import Any
 
@@ -16,6 +17,7 @@ import numpy as np
 
 from ._apply import (
     Pass,
+    ShapeError,
     as_array,
     check_axes,
     check_real,
@@ -44,7 +46,7 @@ __all__ = [
 
 
 def _check_origin(size: int, origin: Any) -> int:
-    origin = int(origin)
+    origin = operator.index(origin)
     if size // 2 + origin < 0 or size // 2 + origin >= size:
         raise ValueError("invalid origin")
     return origin
@@ -67,9 +69,11 @@ def _separable(array, sizes, origins, modes, axes, output, cval, minimum: bool, 
     dtypes = dtypes_of(array, output, name)
     passes = []
     for axis, size, origin, mode in zip(axes, sizes, origins, modes):
-        size = int(size)
+        size = operator.index(size)
+        origin = _check_origin(size, origin)  # on every axis, as dask-image checks
+        filter_mode(mode)
         if size > 1:
-            offsets = _line(size, _check_origin(size, origin))
+            offsets = _line(size, origin)
             rank = 0 if minimum else size - 1
             passes.append(_rank_pass(offsets, rank, dtypes.store, mode, axis))
     return finish(run_passes(array, passes, dtypes, cval), dtypes, output)
@@ -80,7 +84,7 @@ def expand(array, footprint, origin, axes) -> tuple[np.ndarray, list[int]]:
     origins = normalize_sequence(origin, len(axes))
     if len(axes) < array.ndim:
         if footprint.ndim != len(axes):
-            raise RuntimeError(
+            raise ShapeError(
                 f"footprint.ndim ({footprint.ndim}) must match len(axes) ({len(axes)})"
             )
         footprint = np.expand_dims(footprint, tuple(a for a in range(array.ndim) if a not in axes))
@@ -89,7 +93,7 @@ def expand(array, footprint, origin, axes) -> tuple[np.ndarray, list[int]]:
             full[ax] = o
         origins = full
     if footprint.ndim != array.ndim or 0 in footprint.shape:
-        raise RuntimeError(f"footprint.ndim ({footprint.ndim}) must match len(axes) ({len(axes)})")
+        raise ShapeError(f"footprint.ndim ({footprint.ndim}) must match len(axes) ({len(axes)})")
     origins = [_check_origin(n, o) for n, o in zip(footprint.shape, origins)]
     return footprint, origins
 
@@ -134,6 +138,10 @@ def _min_or_max(image, size, footprint, mode, cval, origin, output, axes, minimu
             raise RuntimeError("no footprint provided")
     else:
         footprint = np.asarray(footprint, dtype=bool)
+        if footprint.ndim != len(axes) or 0 in footprint.shape:
+            raise ShapeError(
+                f"footprint.ndim ({footprint.ndim}) must match len(axes) ({len(axes)})"
+            )
         if not footprint.any():
             raise ValueError("All-zero footprint is not supported.")
         if footprint.all():
