@@ -325,14 +325,14 @@ CASES = [
         "INPUT is one corrupt TIFF file",
         lone_corrupt_tiff,
         apply("lone.tif", "out/"),
-        r"/\S+/lone\.tif: corrupt TIFF \(.+\)",
+        r"(?:/\S+/)?lone\.tif: corrupt TIFF \(.+\)",
     ),
     Case(
         "broken-zarr",
         "INPUT is a Zarr store with broken metadata",
         broken_zarr,
         apply("broken.zarr", "out/"),
-        r"/\S+/broken\.zarr: not a readable Zarr store \(.+\)",
+        r"(?:/\S+/)?broken\.zarr: not a readable Zarr store \(.+\)",
     ),
     # ---- where the inputs are ----------------------------------------------------------------
     Case(
@@ -376,7 +376,7 @@ CASES = [
         "OUTPUT is the input directory",
         nothing,
         apply("in/", "in/"),
-        r"refusing to write to in/: it is /\S+/in, which holds the input in/; "
+        r"refusing to write to in/: it is (?:/\S+/)?in, which holds the input in/; "
         r"choose a directory outside it",
     ),
     Case(
@@ -384,16 +384,8 @@ CASES = [
         "OUTPUT is inside the input directory",
         nothing,
         apply("in/*.png", "in/filtered/"),
-        r"refusing to write to in/filtered/: it is inside /\S+/in, which holds the input "
+        r"refusing to write to in/filtered/: it is inside (?:/\S+/)?in, which holds the input "
         r"in/\*\.png; choose a directory outside it",
-    ),
-    Case(
-        "output-escapes",
-        "an OUTPUT pattern with ../",
-        nothing,
-        apply("in/", "out/../../elsewhere/*.tif"),
-        r"refusing target 'out/\.\./\.\./elsewhere/\*\.tif': it contains '\.\.'; pass the "
-        r"directory it means \(for example as an absolute path\)",
     ),
     Case(
         "output-hidden-name",
@@ -409,7 +401,7 @@ CASES = [
         nothing,
         apply("in/", "out/result.tif"),
         r"out/result\.tif names one file, but the array has 3 frames; use a pattern such as "
-        r"/\S+/out/\*\.tif",
+        r"(?:/\S+/)?out/\*\.tif",
     ),
     Case(
         "output-bad-pattern",
@@ -497,14 +489,36 @@ CASES = [
         "an unknown config key",
         config(GOOD_CONFIG + "workers: 4\n"),
         ("run", "run.yaml"),
-        r"run\.yaml:5: workers: unknown key",
+        r"run\.yaml:5: workers: unknown key; expected one of: input, output, stages, .+",
+    ),
+    Case(
+        "config-misspelled-key",
+        "a misspelled config key",
+        config(GOOD_CONFIG + "boundry: nearest\n"),
+        ("run", "run.yaml"),
+        r"run\.yaml:5: boundry: unknown key; did you mean 'boundary'\?",
+    ),
+    Case(
+        "config-misspelled-stage",
+        "a misspelled stage name",
+        config(with_stage("gausian: {sigma: 1}")),
+        ("run", "run.yaml"),
+        r"run\.yaml:4: stages\.0: unknown stage 'gausian'; did you mean 'gaussian'\?",
+    ),
+    Case(
+        "cval-nan-integer",
+        "cval=nan on integer frames",
+        nothing,
+        ("apply", "mean:size=3:cval=nan", "in/", "out/", "--boundary", "constant"),
+        r"mean: cval=nan needs a float input, but the input dtype is uint8, which has no NaN; "
+        r"give a number of its range, or convert the input with \.astype",
     ),
     Case(
         "config-unknown-nested-key",
         "an unknown key under cluster:",
         config(GOOD_CONFIG + "cluster: {n_workers: 2, gpus: 1}\n"),
         ("run", "run.yaml"),
-        r"run\.yaml:5: cluster\.gpus: unknown key",
+        r"run\.yaml:5: cluster\.gpus: unknown key; did you mean 'gpu'\?",
     ),
     Case(
         "config-missing-key",
@@ -534,7 +548,8 @@ CASES = [
         "an unknown stage parameter",
         config(with_stage("mean: {size: 3, radius: 2}")),
         ("run", "run.yaml"),
-        r"run\.yaml:4: stages\.0\.mean\.radius: unknown key",
+        r"run\.yaml:4: stages\.0\.mean\.radius: unknown key; expected one of: size, ndim, "
+        r"boundary, cval, dtype",
     ),
     Case(
         "config-bad-value",
@@ -609,7 +624,8 @@ CASES = [
         "apply: an unknown parameter",
         nothing,
         ("apply", "mean:radius=3", "in/", "out/"),
-        r"command line: stages\.0\.mean\.radius: unknown key",
+        r"command line: stages\.0\.mean\.radius: unknown key; expected one of: size, ndim, "
+        r"boundary, cval, dtype",
     ),
     Case(
         "apply-malformed",
@@ -649,7 +665,7 @@ CASES = [
         "a stencil file that does not exist",
         config(with_stage("stencil: nofile.py:smooth")),
         ("run", "run.yaml"),
-        r"stages\.0\.stencil: stencil file /\S+/nofile\.py does not exist",
+        r"stages\.0\.stencil: stencil file (?:/\S+/)?nofile\.py does not exist",
     ),
     Case(
         "stencil-name-missing",
@@ -718,7 +734,7 @@ CASES = [
             "stencil: kernels.py:shifty",
         ),
         ("run", "run.yaml"),
-        r"stages\.0\.stencil: kernel 'shifty' \(/\S+/kernels\.py:6\): the offset in `x\[k, 0\]` "
+        r"stages\.0\.stencil: kernel 'shifty' \((?:/\S+/)?kernels\.py:6\): the offset in `x\[k, 0\]` "
         r"is not a constant, so the halo cannot be inferred; .+",
     ),
     Case(
@@ -726,7 +742,7 @@ CASES = [
         'a kernel that fails typing (x[0, 0] + "one")',
         kernels(KERNELS, "stencil: kernels.py:broken"),
         ("run", "run.yaml"),
-        r"stages\.0\.stencil: kernel 'broken' \(/\S+/kernels\.py:13\) does not compile for "
+        r"stages\.0\.stencil: kernel 'broken' \((?:/\S+/)?kernels\.py:13\) does not compile for "
         r"uint8 input: .+",
     ),
     # ---- the cluster -------------------------------------------------------------------------
@@ -881,11 +897,14 @@ def snapshot(root: Path) -> dict[str, tuple[bytes | None, int, int]]:
     return state
 
 
-def message_of(result: subprocess.CompletedProcess, usage: bool) -> str:
+def message_of(result: subprocess.CompletedProcess, usage: bool, root: Path | None = None) -> str:
+    """The message of a refusal, with the case's folder (where relative paths resolve, so
+    that messages name files absolutely) left out of the paths it names."""
     lines = result.stderr.strip().splitlines()
     if not lines:
         return ""
-    return lines[-1].removeprefix("Error: ") if usage else lines[0].removeprefix("error: ")
+    message = lines[-1].removeprefix("Error: ") if usage else lines[0].removeprefix("error: ")
+    return message.replace(f"{root}{os.sep}", "") if root else message
 
 
 def _skip_reason(case: Case, root: Path) -> str | None:
@@ -899,7 +918,7 @@ def _param(case: Case):
     return pytest.param(case, id=case.id, marks=marks)
 
 
-def check(case: Case, result: subprocess.CompletedProcess) -> None:
+def check(case: Case, result: subprocess.CompletedProcess, root: Path) -> None:
     shown = f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
     assert result.returncode == 2, shown
     assert "Traceback" not in result.stderr + result.stdout, shown
@@ -908,7 +927,7 @@ def check(case: Case, result: subprocess.CompletedProcess) -> None:
         assert lines and lines[0].startswith("Usage: ") and lines[-1].startswith("Error: "), shown
     else:
         assert len(lines) == 1 and lines[0].startswith("error: "), shown
-    assert re.fullmatch(case.message, message_of(result, case.usage)), shown
+    assert re.fullmatch(case.message, message_of(result, case.usage, root)), shown
 
 
 @pytest.mark.parametrize("case", [_param(c) for c in CASES])
@@ -921,7 +940,7 @@ def test_bad_input_gets_one_line_and_exit_code_2(tmp_path, case, run_cli):
     before = snapshot(tmp_path)
     result = run_cli(case.args, tmp_path)
     try:
-        check(case, result)
+        check(case, result, tmp_path)
     finally:
         assert snapshot(tmp_path) == before, "an input changed, or something was written"
 
@@ -935,7 +954,7 @@ def test_skip_bad_hint_names_an_option_of_the_command(tmp_path, run_cli):
     assert "--skip-bad" in result.stderr, result.stderr
     retry = run_cli(apply("in/", "out/", "--skip-bad"), tmp_path)
     assert retry.returncode == 0, retry.stderr
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["a.tif", "b.tif", "c.tif"]
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.tif")) == ["a.tif", "b.tif", "c.tif"]
 
 
 @pytest.mark.parametrize("case_id", ["zero-byte", "config-unknown-key", "apply-zero-workers"])
@@ -951,7 +970,7 @@ def test_the_zygote_answers_like_python_m(tmp_path, case_id, run_cli):
         result = runner(case.args, root)
         answers.append((result.returncode, result.stdout, result.stderr.replace(str(root), "")))
     assert answers[0] == answers[1]
-    check(case, result)
+    check(case, result, root)
 
 
 def test_the_readme_table_lists_every_case():
@@ -985,7 +1004,8 @@ def markdown_table() -> str:
                     message = lines[0]
                 else:
                     message = " / ".join(line.strip() for line in lines[-2:])
-                message = message.replace(folder, "…").replace("|", "\\|")
+                message = message.replace(f"{folder}{os.sep}", "").replace(folder, "…")
+                message = message.replace("|", "\\|")
                 command = "stencilpipe " + " ".join(case.args).replace("|", "\\|")
                 now = " (xfail: should be 2, one line)" if case.xfail else ""
                 rows.append(

@@ -163,6 +163,7 @@ def lock_output(
     True
     """
     directory = Path(directory)
+    made = [folder for folder in (directory, state_dir(directory)) if not folder.exists()]
     _writable(directory, given)
     path = state_dir(directory) / _LOCK
     me = Holder.me(run or new_run())
@@ -179,6 +180,18 @@ def lock_output(
         if _read(path) == me:
             with contextlib.suppress(OSError):
                 path.unlink()
+        _remove_if_empty(made)
+
+
+def _remove_if_empty(made: list[Path]) -> None:
+    """Remove the folders a run made, when it left nothing in them but the lock's guard:
+    a run refused before it wrote anything leaves the file system as it found it."""
+    for folder in reversed(made):
+        with contextlib.suppress(OSError):
+            guard = folder / (_LOCK + ".guard")
+            if guard.exists() and [p.name for p in folder.iterdir()] == [guard.name]:
+                guard.unlink()
+            folder.rmdir()  # fails, and keeps it, unless it is empty
 
 
 class Locks(contextlib.ExitStack):
