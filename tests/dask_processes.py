@@ -49,10 +49,11 @@ class DaskProcesses:
         self.processes.append(process)
         return process
 
-    def add_worker(self) -> subprocess.Popen:
-        """Start one ``dask worker`` (a Nanny and its worker process) with one thread."""
-        return self._start("worker", self.address, "--nthreads", "1", "--host", "127.0.0.1",
-                           "--no-dashboard")  # fmt: skip
+    def add_worker(self, nthreads: int = 2) -> subprocess.Popen:
+        """Start one ``dask worker`` (a Nanny and its worker process) with ``nthreads``
+        threads, as users run them (the stencils compile and run from several threads)."""
+        return self._start("worker", self.address, "--nthreads", str(nthreads),
+                           "--host", "127.0.0.1", "--no-dashboard")  # fmt: skip
 
     def stop(self) -> None:
         for process in reversed(self.processes):

@@ -57,7 +57,7 @@ def write_config(tmp_path, **extra):
         stages:
           - mean: {size: 3}
           - sobel: {axis: 0}
-        cluster: {n_workers: 2, threads_per_worker: 1}
+        cluster: {n_workers: 2, threads_per_worker: 2}
         """
     ) + "".join(f"{k}: {v}\n" for k, v in extra.items())
     path = tmp_path / "run.yaml"

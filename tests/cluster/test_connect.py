@@ -45,7 +45,7 @@ def test_embedded_cluster_runs_stencils_in_two_worker_processes_on_loopback():
         return x[-1, 0] + x[1, 0] - x[0, 0] // 2
 
     pipeline = sp.chain(sp.library.gaussian(1.0), local_kernel)
-    with connect(ClusterConfig(n_workers=2, threads_per_worker=1)) as client:
+    with connect(ClusterConfig(n_workers=2, threads_per_worker=2)) as client:
         assert urlparse(client.dashboard_link).hostname == "127.0.0.1"
         workers = client.scheduler_info()["workers"]
         assert len(workers) == 2 and all(addr.startswith("tcp://127.0.0.1") for addr in workers)

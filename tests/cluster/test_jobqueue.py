@@ -178,3 +178,29 @@ def test_the_command_prints_the_job_script_and_submits_nothing(fake_slurm, tmp_p
     assert "#SBATCH --cpus-per-task=8" in result.stdout.splitlines()
     assert "distributed.cli.dask_worker" in result.stdout
     assert list(fake_slurm.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("cluster", "expected"),
+    [
+        (
+            {"adapt": {"maximum": 2}},
+            "cluster.adapt needs cluster.jobqueue",
+        ),
+        (
+            {"jobqueue": "slurm", "jobs": 2, "adapt": {"maximum": 2}, "job": {"cores": 1}},
+            "cluster.jobs is a fixed number of jobs, cluster.adapt a range: give one",
+        ),
+        (
+            {"jobqueue": "slurm", "adapt": {"minimum": 3, "maximum": 2}, "job": {"cores": 1}},
+            "minimum (3) is above maximum (2)",
+        ),
+    ],
+)
+def test_adaptive_scaling_is_checked_with_the_config(cluster, expected):
+    text = yaml.safe_dump(
+        {"input": "in/", "output": "out/", "stages": ["mean"], "cluster": cluster}
+    )
+    with pytest.raises(ConfigError) as info:
+        parse_config(yaml.safe_load(text), source="run.yaml", text=text)
+    assert expected in str(info.value) and "\n" not in str(info.value)

@@ -91,7 +91,7 @@ def tls_scheduler(certs):
     )
     with LocalCluster(
         n_workers=1,
-        threads_per_worker=1,
+        threads_per_worker=2,
         processes=False,
         host="127.0.0.1",
         protocol="tls://",

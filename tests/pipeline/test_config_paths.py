@@ -31,7 +31,7 @@ report: report.html
 stages:
   - mean: {size: 3}
   - stencil: kernels.py:double
-cluster: {n_workers: 1, threads_per_worker: 1}
+cluster: {n_workers: 1, threads_per_worker: 2}
 """
 
 

@@ -236,7 +236,9 @@ def connect(config: ClusterConfig) -> Iterator[Client]:
 
     With ``config.jobqueue`` the ``config.jobs`` batch jobs are submitted (SLURM checks
     them first) and the client is returned once the first of their workers has joined;
-    the others join when the batch system starts them.
+    the others join when the batch system starts them. With ``config.adapt`` the jobs
+    follow the queued work, between its minimum and maximum (with a minimum of 0 the
+    client is returned at once: jobs start when work is submitted).
 
     Raises
     ------
@@ -258,8 +260,11 @@ def connect(config: ClusterConfig) -> Iterator[Client]:
     with cluster:
         if config.jobqueue:
             check_submission(cluster, config)
-            cluster.scale(jobs=config.jobs)
+            if config.adapt:
+                cluster.adapt(minimum_jobs=config.adapt.minimum, maximum_jobs=config.adapt.maximum)
+            else:
+                cluster.scale(jobs=config.jobs)
         with Client(cluster, security=tls) as client:
-            if config.jobqueue:
+            if config.jobqueue and (config.adapt is None or config.adapt.minimum):
                 wait_for_first_worker(client, cluster, config)
             yield client

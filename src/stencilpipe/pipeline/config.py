@@ -38,6 +38,7 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    NonNegativeInt,
     PositiveInt,
     Tag,
     ValidationError,
@@ -104,6 +105,22 @@ class SecurityConfig(_Strict):
         return self
 
 
+class AdaptConfig(_Strict):
+    """Adaptive scaling of batch jobs: as many as the queued work needs, within bounds."""
+
+    minimum: NonNegativeInt = Field(0, description="jobs kept while the run lasts")
+    maximum: PositiveInt = Field(description="jobs at most")
+
+    @model_validator(mode="after")
+    def _bounds_in_order(self) -> AdaptConfig:
+        if self.minimum > self.maximum:
+            raise PydanticCustomError(
+                "adapt_bounds",
+                f"minimum ({self.minimum}) is above maximum ({self.maximum})",
+            )
+        return self
+
+
 #: Fields of the embedded cluster that a dask-jobqueue cluster does not use.
 _EMBEDDED_ONLY = ("n_workers", "threads_per_worker", "processes")
 
@@ -120,7 +137,12 @@ class ClusterConfig(_Strict):
         description="host:port of the embedded (or jobqueue) scheduler's dashboard; "
         "null = no dashboard",
     )
-    timeout: float = Field(10.0, gt=0, description="seconds to wait for a remote scheduler")
+    timeout: float = Field(
+        10.0,
+        gt=0,
+        description="seconds to wait for a remote scheduler, for the first worker of batch "
+        "jobs, and before a run that lost every worker ends",
+    )
     gpu: bool = Field(False, description="start dask-cuda's LocalCUDACluster, one worker per GPU")
     log_level: Literal["debug", "info", "warning", "error", "critical"] = Field(
         "critical",
@@ -131,6 +153,11 @@ class ClusterConfig(_Strict):
         None, description="run the workers as batch jobs of this system (dask-jobqueue)"
     )
     jobs: PositiveInt = Field(1, description="batch jobs to submit (cluster.scale(jobs=...))")
+    adapt: AdaptConfig | None = Field(
+        None,
+        description="instead of a fixed number of jobs, between minimum and maximum jobs as "
+        "the queued work needs (cluster.adapt(minimum_jobs=..., maximum_jobs=...))",
+    )
     job: dict[str, Any] = Field(
         default_factory=dict,
         description="keyword arguments of the dask-jobqueue cluster class: cores, memory, "
@@ -167,8 +194,17 @@ class ClusterConfig(_Strict):
                     f"embedded cluster, not to jobqueue: {self.jobqueue}; size the jobs with "
                     "cluster.jobs and cluster.job (cores, memory, processes)",
                 )
+            if self.adapt and "jobs" in self.model_fields_set:
+                raise PydanticCustomError(
+                    "jobs_and_adapt",
+                    "cluster.jobs is a fixed number of jobs, cluster.adapt a range: give one",
+                )
         else:
-            given = [f"cluster.{name}" for name in ("jobs", "job") if name in self.model_fields_set]
+            given = [
+                f"cluster.{name}"
+                for name in ("jobs", "job", "adapt")
+                if name in self.model_fields_set
+            ]
             if given:
                 raise PydanticCustomError(
                     "jobqueue_missing",

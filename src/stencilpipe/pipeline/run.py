@@ -90,7 +90,8 @@ def planned_threads(config: PipelineConfig) -> int:
     """Worker threads the configured cluster is expected to have (for ``chunks: auto``)."""
     cluster = config.cluster
     if cluster.jobqueue:
-        return cluster.jobs * int(cluster.job.get("cores", 1))
+        jobs = cluster.adapt.maximum if cluster.adapt else cluster.jobs
+        return jobs * int(cluster.job.get("cores", 1))
     return cluster.n_workers * cluster.threads_per_worker
 
 
