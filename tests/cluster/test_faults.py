@@ -85,15 +85,19 @@ def cli(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProc
 ENV = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
 
 
+def _names(folder: Path) -> list[str]:
+    """What ``folder`` holds; nothing when it is gone (a run that ends having finished no
+    output removes the output folder it made)."""
+    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+
+
 def finals(folder: Path) -> list[str]:
     """The outputs in ``folder``: neither temporary files nor the state (lock, records)."""
-    return sorted(
-        p.name for p in folder.iterdir() if not TEMP.match(p.name) and p.name != ".stencilpipe"
-    )
+    return [name for name in _names(folder) if not TEMP.match(name) and name != ".stencilpipe"]
 
 
 def temps(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir() if TEMP.match(p.name))
+    return [name for name in _names(folder) if TEMP.match(name)]
 
 
 def stop(process: subprocess.Popen) -> None:

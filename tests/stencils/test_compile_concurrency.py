@@ -63,9 +63,12 @@ def parses_alone(monkeypatch):
 
 @pytest.fixture
 def loads(monkeypatch, tmp_path):
-    """An empty kernel cache; yields the names of the generated modules executed, one per
-    execution."""
+    """An empty kernel cache, and none of the generated modules this process already ran
+    (earlier tests in it would have loaded some); yields the names of the generated modules
+    executed, one per execution."""
     monkeypatch.setenv("STENCILPIPE_CACHE_DIR", str(tmp_path))
+    for name in [name for name in sys.modules if name.startswith("_stencilpipe_gen_")]:
+        monkeypatch.delitem(sys.modules, name)
     loaded: list[str] = []
     real_module_from_spec = importlib.util.module_from_spec
 

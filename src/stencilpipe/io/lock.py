@@ -117,7 +117,13 @@ def _writable(directory: Path, given: str) -> None:
 
 def _try_take(path: Path, me: Holder) -> Holder | None:
     """Take the lock at ``path`` for ``me``; return None, or the live holder that has it."""
-    with open(path.with_name(_LOCK + ".guard"), "a") as guard:
+    while True:
+        try:
+            guard = open(path.with_name(_LOCK + ".guard"), "a")  # noqa: SIM115 - closed below
+            break
+        except FileNotFoundError:  # a run that wrote nothing just removed its folders
+            path.parent.mkdir(parents=True, exist_ok=True)
+    with guard:
         with contextlib.suppress(OSError):  # a file system without locks: O_EXCL still holds
             fcntl.flock(guard, fcntl.LOCK_EX)  # released when the file closes
         holder = _read(path)
