@@ -202,3 +202,30 @@ def slurm_env(slurm, monkeypatch):
     """``SLURM_CONF`` of the test cluster in this process's environment (and its children's)."""
     monkeypatch.setenv("SLURM_CONF", str(slurm.conf))
     return slurm
+
+
+def write_run_config(folder: Path, stage: str, scaling: str, timeout: float = 120) -> Path:
+    """``folder/run.yaml``: ``data/*.tif`` through ``stage`` to ``out/``, one frame per chunk,
+    on SLURM jobs of one core sized by ``scaling`` (``jobs: 2``, ``adapt: {...}``), their
+    logs in ``folder/jobs``."""
+    path = folder / "run.yaml"
+    path.write_text(
+        f"""\
+input: data/*.tif
+output: out/
+stages: [{stage}]
+chunks: 1
+cluster:
+  jobqueue: slurm
+  {scaling}
+  timeout: {timeout}
+  job:
+    cores: 1
+    memory: 1GB
+    walltime: "00:10:00"
+    local_directory: {folder}/jobs
+    log_directory: {folder}/jobs
+    scheduler_options: {{host: 127.0.0.1}}
+"""
+    )
+    return path

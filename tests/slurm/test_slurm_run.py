@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -15,6 +14,8 @@ import numpy as np
 import pytest
 import tifffile
 from scipy import ndimage
+
+from .conftest import write_run_config
 
 FRAMES = 6
 
@@ -31,29 +32,7 @@ def stack(tmp_path):
 
 
 def _config(tmp_path: Path, *, jobs: int = 1, timeout: float = 120) -> Path:
-    path = tmp_path / "run.yaml"
-    path.write_text(
-        textwrap.dedent(
-            f"""\
-            input: {tmp_path}/data/*.tif
-            output: {tmp_path}/out/
-            stages: [{{maximum: {{size: 3}}}}]
-            chunks: 1
-            cluster:
-              jobqueue: slurm
-              jobs: {jobs}
-              timeout: {timeout}
-              job:
-                cores: 1
-                memory: 1GB
-                walltime: "00:10:00"
-                local_directory: {tmp_path}/jobs
-                log_directory: {tmp_path}/jobs
-                scheduler_options: {{host: 127.0.0.1}}
-            """
-        )
-    )
-    return path
+    return write_run_config(tmp_path, "{maximum: {size: 3}}", f"jobs: {jobs}", timeout)
 
 
 def _run(config: Path, *args: str, env: dict) -> subprocess.CompletedProcess:

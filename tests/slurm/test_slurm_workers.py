@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import textwrap
 import time
 
 import numpy as np
 import tifffile
+
+from .conftest import write_run_config
 
 FRAMES = 24
 
@@ -38,27 +39,7 @@ def _slow_run(tmp_path, scaling: str):
     for index, frame in enumerate(frames):
         tifffile.imwrite(tmp_path / "data" / f"f{index:03d}.tif", frame)
     (tmp_path / "kernels.py").write_text(KERNELS)
-    (tmp_path / "run.yaml").write_text(
-        textwrap.dedent(
-            f"""\
-            input: data/*.tif
-            output: out/
-            stages: [{{stencil: kernels.py:slow_identity}}]
-            chunks: 1
-            cluster:
-              jobqueue: slurm
-              {scaling}
-              timeout: 120
-              job:
-                cores: 1
-                memory: 1GB
-                walltime: "00:10:00"
-                local_directory: {tmp_path}/jobs
-                log_directory: {tmp_path}/jobs
-                scheduler_options: {{host: 127.0.0.1}}
-            """
-        )
-    )
+    write_run_config(tmp_path, "{stencil: kernels.py:slow_identity}", scaling)
     return frames
 
 
