@@ -3,11 +3,13 @@ start them, for tests that need real processes (and to kill some of them)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ENV = {**os.environ, "DASK_DISTRIBUTED__WORKER__DAEMON": "False"}
@@ -65,3 +67,20 @@ class DaskProcesses:
                 process.kill()
                 process.wait(timeout=30)
         self.log.close()
+
+
+@contextlib.contextmanager
+def running_cluster(folder: Path, workers: int, *, dashboard: bool = True) -> Iterator[str]:
+    """A scheduler and ``workers`` workers, all joined; yields the scheduler's address and
+    stops every process on exit."""
+    from distributed import Client
+
+    processes = DaskProcesses(folder, dashboard=dashboard)
+    try:
+        for _ in range(workers):
+            processes.add_worker()
+        with Client(processes.address, timeout=30) as client:
+            client.wait_for_workers(workers, timeout=60)
+        yield processes.address
+    finally:
+        processes.stop()

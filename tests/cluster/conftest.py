@@ -4,24 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from dask_processes import DaskProcesses
+from dask_processes import DaskProcesses, running_cluster
 
 
 @pytest.fixture
 def external_cluster(tmp_path):
     """A ``dask scheduler`` and two ``dask worker`` processes (each under a Nanny, which
     restarts a worker that dies), all on 127.0.0.1. Yields the scheduler's address."""
-    from distributed import Client
-
-    processes = DaskProcesses(tmp_path)
-    try:
-        for _ in range(2):
-            processes.add_worker()
-        with Client(processes.address, timeout=30) as client:
-            client.wait_for_workers(2, timeout=60)
-        yield processes.address
-    finally:
-        processes.stop()
+    with running_cluster(tmp_path, 2) as address:
+        yield address
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import pytest
 import tifffile
 from scipy import ndimage as ndi
 
-from dask_processes import DaskProcesses
+from dask_processes import running_cluster
 from test_cli import cli
 
 
@@ -40,16 +40,8 @@ def test_cli_runs_on_an_existing_scheduler_and_matches_scipy(tmp_path, external_
 @pytest.fixture
 def scheduler_without_dashboard(tmp_path):
     """A ``dask scheduler --no-dashboard`` and one ``dask worker``, on 127.0.0.1."""
-    from distributed import Client
-
-    processes = DaskProcesses(tmp_path, dashboard=False)
-    try:
-        processes.add_worker()
-        with Client(processes.address, timeout=30) as client:
-            client.wait_for_workers(1, timeout=60)
-        yield processes.address
-    finally:
-        processes.stop()
+    with running_cluster(tmp_path, 1, dashboard=False) as address:
+        yield address
 
 
 def test_no_dashboard_link_when_the_scheduler_serves_none(tmp_path, scheduler_without_dashboard):
