@@ -16,7 +16,8 @@ import numpy as np
 
 from ..errors import BoundaryError
 from ..stencils import Stencil
-from ..stencils.dask_apply import is_dask_array
+from ..stencils.dask_apply import is_dask_array, map_stencil_blocks
+from ..stencils.threads import single_threaded
 from ._casting import Dtypes, as_compute_input, resolve_dtypes
 
 __all__ = [
@@ -142,14 +143,16 @@ def run_passes(array: Any, passes: Sequence[Pass], dtypes: Dtypes, cval: Any) ->
 
     scipy fills the outside of the array with ``cval`` as a double: where that
     value is not one of the input's dtype (``cval=0.5`` on integers), the pass
-    reads the input as float64.
+    reads the input as float64. On Dask, passes of one mode run together on each
+    block, with one halo exchange for all of them (their halos summed).
     """
+    if is_dask_array(array) and len(passes) > 1 and len({p.mode for p in passes}) == 1:
+        return _dask_blocks(array, passes, dtypes, cval)
     result = as_compute_input(array, dtypes)
-    for step in passes:
+    for step, stencil, reads in _built(result.dtype, passes, cval):
+        if result.dtype != reads:
+            result = result.astype(reads)
         fill = cval if step.mode == "constant" else 0
-        if step.mode == "constant" and not _fits(cval, result.dtype):
-            result = result.astype(np.float64)
-        stencil = step.build(result.dtype)
         if step.axis is None:
             result = stencil(result, boundary=step.mode, cval=fill, channel_axis=None)
         else:
@@ -157,6 +160,40 @@ def run_passes(array: Any, passes: Sequence[Pass], dtypes: Dtypes, cval: Any) ->
             moved = stencil(moved, boundary=step.mode, cval=fill, channel_axis=None)
             result = np.moveaxis(moved, -1, step.axis)
     return result
+
+
+def _built(dtype: np.dtype, passes: Sequence[Pass], cval: Any):
+    """(pass, stencil, dtype it reads) for an input of ``dtype``: float64 where a constant
+    mode's ``cval`` does not fit the dtype."""
+    for step in passes:
+        if step.mode == "constant" and not _fits(cval, dtype):
+            dtype = np.dtype(np.float64)
+        stencil = step.build(dtype)
+        yield step, stencil, dtype
+        dtype = stencil.dtype
+
+
+def _dask_blocks(array: Any, passes: Sequence[Pass], dtypes: Dtypes, cval: Any) -> Any:
+    """All ``passes`` on each block of a Dask array, after one overlap of their summed halos."""
+    halos = [[0, 0] for _ in range(array.ndim)]
+    for step, stencil, _ in _built(dtypes.compute, passes, cval):
+        axes = range(array.ndim) if step.axis is None else [step.axis]
+        for axis, (before, after) in zip(axes, stencil.halo):
+            halos[axis][0] += before
+            halos[axis][1] += after
+
+    def blocks(block: Any) -> Any:
+        with single_threaded():
+            return run_passes(block, passes, dtypes, cval)
+
+    return map_stencil_blocks(
+        blocks,
+        [array],
+        [tuple(h) for h in halos],
+        wrap=passes[0].mode == "wrap",
+        dtype=dtypes.kernel_store,
+        name="ndfilters",
+    )
 
 
 def finish(result: Any, dtypes: Dtypes, output: Any) -> Any:
