@@ -259,10 +259,11 @@ def selects_only(body: list[ast.stmt], arrays: tuple[str, ...]) -> bool:
 
 def _literal(value: Any) -> str | None:
     """Source that rebuilds ``value``, or None when it cannot be written as source."""
-    if isinstance(value, (bool, int, float, complex)):
-        return repr(value)
+    # NumPy scalars first: np.float64 is a float, and its repr (np.float64(5.0)) names np.
     if isinstance(value, np.generic) and value.dtype.kind in "biuf":
         return f"_sp_np.{value.dtype.name}({value.item()!r})"
+    if isinstance(value, (bool, int, float, complex)):
+        return repr(value)
     if (
         isinstance(value, np.ndarray)
         and value.dtype.kind in "biuf"
