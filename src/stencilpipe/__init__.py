@@ -13,7 +13,7 @@ try:
 except _metadata.PackageNotFoundError:  # a source tree on sys.path, not installed
     __version__ = "0+unknown"
 
-from . import library
+from . import library, ndfilters
 from .backends import BackendError, to_backend
 from .errors import (
     BoundaryError,
@@ -57,6 +57,7 @@ __all__ = [
     "imsave",
     "inspect",
     "library",
+    "ndfilters",
     "stencil",
     "to_backend",
 ]
