@@ -4,10 +4,10 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: help demo test bench gpu lint clean
+.PHONY: help demo test test-peer bench gpu lint clean
 
 help:  ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-6s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -18,8 +18,11 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)  ## set up, then run the main job on a sample stack
 	$(VENV)/bin/stencilpipe demo
 
-test: $(STAMP)  ## set up, then run the test suite
-	$(PY) -m pytest -q -n 2
+test: $(STAMP)  ## set up, then run the test suite (all but the ported peer suites)
+	$(PY) -m pytest -q -n 2 -m "not peer"
+
+test-peer: $(STAMP)  ## set up, then run scipy's and dask-image's ported filter tests
+	$(PY) -m pytest -q -n 2 tests/peer
 
 bench: $(STAMP)  ## set up, then print the benchmark ratios
 	$(PY) benchmarks/run.py
