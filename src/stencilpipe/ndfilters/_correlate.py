@@ -206,7 +206,9 @@ def convolve(image, weights, mode="reflect", cval=0.0, origin=0, *, output=None,
     return _correlate_nd(image, weights, mode, cval, origin, output, axes, True, "convolve")
 
 
-def _uniform_origin(size: int, origin: Any) -> int:
+def window_origin(size: int, origin: Any) -> int:
+    """``origin`` as an int, checked to keep a window of ``size`` over its centre element
+    (scipy's rule for box and footprint filters)."""
     origin = operator.index(origin)
     if size // 2 + origin < 0 or size // 2 + origin >= size:
         raise ValueError("invalid origin")
@@ -236,7 +238,7 @@ def uniform_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0
     axis = axis_index(axis, array.ndim)
     if size < 1:
         raise RuntimeError("incorrect filter size")
-    origin = _uniform_origin(int(size), origin)
+    origin = window_origin(int(size), origin)
     build = functools.partial(uniform1d_kernel, int(size), origin)
     return run_1d(array, "uniform_filter1d", output, [(build, mode, axis)], cval)
 
@@ -268,6 +270,6 @@ def uniform_filter(image, size=3, mode="reflect", cval=0.0, origin=0, *, output=
     steps = []
     for axis, n, o, m in zip(axes, sizes, origins, modes):
         if n > 1:
-            build = functools.partial(uniform1d_kernel, int(n), _uniform_origin(int(n), o))
+            build = functools.partial(uniform1d_kernel, int(n), window_origin(int(n), o))
             steps.append((build, m, axis))
     return run_1d(array, "uniform_filter", output, steps, cval)

@@ -27,7 +27,7 @@ from ._apply import (
     normalize_sequence,
     run_passes,
 )
-from ._correlate import axis_index
+from ._correlate import axis_index, window_origin
 from ._kernels import Offset, rank_kernel
 
 __all__ = [
@@ -43,13 +43,6 @@ __all__ = [
     "offsets_of",
     "warn_size_ignored",
 ]
-
-
-def _check_origin(size: int, origin: Any) -> int:
-    origin = operator.index(origin)
-    if size // 2 + origin < 0 or size // 2 + origin >= size:
-        raise ValueError("invalid origin")
-    return origin
 
 
 def _line(size: int, origin: int) -> tuple[Offset, ...]:
@@ -70,7 +63,7 @@ def _separable(array, sizes, origins, modes, axes, output, cval, minimum: bool, 
     passes = []
     for axis, size, origin, mode in zip(axes, sizes, origins, modes):
         size = operator.index(size)
-        origin = _check_origin(size, origin)  # on every axis, as dask-image checks
+        origin = window_origin(size, origin)  # on every axis, as dask-image checks
         filter_mode(mode)
         if size > 1:
             offsets = _line(size, origin)
@@ -94,7 +87,7 @@ def expand(array, footprint, origin, axes) -> tuple[np.ndarray, list[int]]:
         origins = full
     if footprint.ndim != array.ndim or 0 in footprint.shape:
         raise ShapeError(f"footprint.ndim ({footprint.ndim}) must match len(axes) ({len(axes)})")
-    origins = [_check_origin(n, o) for n, o in zip(footprint.shape, origins)]
+    origins = [window_origin(n, o) for n, o in zip(footprint.shape, origins)]
     return footprint, origins
 
 
@@ -209,7 +202,7 @@ def _filter1d(input, size, axis, output, mode, cval, origin, minimum, name):
     axis = axis_index(axis, array.ndim)
     if size < 1:
         raise RuntimeError("incorrect filter size")
-    _check_origin(int(size), origin)
+    window_origin(int(size), origin)
     return _separable(array, [size], [origin], [mode], [axis], output, cval, minimum, name)
 
 
