@@ -398,6 +398,10 @@ class PipelineConfig(_Strict):
     #: Leave out unreadable or mismatched input files (listed) instead of stopping.
     skip_bad: bool = False
     compression: str | None = None
+    #: ``batch``: no fsync per output, one flush of the file system when the run ends (outputs
+    #: a crash left unflushed fail resume's checksums and are recomputed); ``per-file``: each
+    #: output is fsync'd before it is renamed into place.
+    durability: Literal["batch", "per-file"] = "batch"
     #: Run the stages over cache-sized row strips (see :mod:`stencilpipe.stencils.fused`).
     fuse: bool = True
     #: Directory that relative paths and stencil files (``file.py:name``) resolve against:
