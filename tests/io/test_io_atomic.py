@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import doctest
 import importlib
+import os
 
 import numpy as np
 import pytest
 import zarr
 
+from stencilpipe.io import atomic
 from stencilpipe.io.atomic import new_run, remove_own_temps, remove_stale_temps, write_atomic
 from stencilpipe.io.zarrio import _create, _Layout
 
@@ -49,6 +51,55 @@ def test_a_run_removes_its_own_leftover_temps_and_no_others(tmp_path):
     assert remove_own_temps(tmp_path, this) == 2
     assert not any(p.exists() for p in mine) and theirs.exists()
     assert remove_own_temps(tmp_path / "never-made", this) == 0
+
+
+@pytest.fixture
+def disk_calls(monkeypatch):
+    """What the atomic writes ask of the disk, in order: ``("fsync", path)`` for each fsync,
+    ``("replace", final)`` for each rename, ``("syncfs", path)`` for each file system flush
+    (the paths that the descriptors name, from /proc)."""
+    calls = []
+
+    def named(fd):
+        return os.readlink(f"/proc/self/fd/{fd}")
+
+    def fsync(fd, real=os.fsync):
+        calls.append(("fsync", named(fd)))
+        real(fd)
+
+    def replace(source, target, real=os.replace):
+        calls.append(("replace", str(target)))
+        real(source, target)
+
+    def syncfs(fd, real=atomic._syncfs()):
+        calls.append(("syncfs", named(fd)))
+        return real(fd) if real is not None else 0
+
+    monkeypatch.setattr(atomic.os, "fsync", fsync)
+    monkeypatch.setattr(atomic.os, "replace", replace)
+    monkeypatch.setattr(atomic, "_syncfs", lambda: syncfs)
+    return calls
+
+
+def test_per_file_durability_fsyncs_each_file_before_renaming_it(tmp_path, disk_calls):
+    final = tmp_path / "a.bin"
+    write_atomic(final, lambda fh: fh.write(b"data"), durability="per-file")
+    (kind, temp), rename = disk_calls
+    assert kind == "fsync" and temp.startswith(str(tmp_path / ".a.bin."))
+    assert rename == ("replace", str(final)) and final.read_bytes() == b"data"
+
+
+def test_batch_durability_flushes_once_when_the_run_ends(tmp_path, disk_calls):
+    """No fsync per file (the default): the run's last step flushes the file system once,
+    and fsyncs the directory (its renames)."""
+    run = new_run()
+    for name in "abc":
+        write_atomic(tmp_path / name, lambda fh: fh.write(b"data"), run=run)
+    assert [kind for kind, _ in disk_calls] == ["replace"] * 3
+    disk_calls.clear()
+    remove_own_temps(tmp_path, run)
+    assert disk_calls == [("syncfs", str(tmp_path)), ("fsync", str(tmp_path))]
+    assert [(tmp_path / name).read_bytes() for name in "abc"] == [b"data"] * 3
 
 
 def test_zarr_store_creation_runs_once_per_run(tmp_path):

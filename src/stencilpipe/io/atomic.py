@@ -1,10 +1,18 @@
-"""Atomic file writes: a temporary name in the final directory, fsync, then ``os.replace``.
+"""Atomic file writes: a temporary name in the final directory, then ``os.replace``.
 
 A reader (or a resumed run) never sees a partial file under its final name: the bytes go
-to ``.<name>.<run>-<unique>.tmp`` beside it, and only a complete, fsync'd file is renamed
-into place. A task that fails removes its temporary file; a process killed mid-write leaves
-one behind, which :func:`remove_own_temps` deletes when its run ends (and
-:func:`remove_stale_temps` when the next run starts, if its run never ended).
+to ``.<name>.<run>-<unique>.tmp`` beside it, and only a complete file is renamed into place.
+A task that fails removes its temporary file; a process killed mid-write leaves one behind,
+which :func:`remove_own_temps` deletes when its run ends (and :func:`remove_stale_temps`
+when the next run starts, if its run never ended).
+
+Durability, as git's ``core.fsyncMethod=batch`` amortises it: by default (:data:`BATCH`) no
+file is fsync'd on its own; the run's last step (:func:`remove_own_temps`) flushes the whole
+file system once (:func:`flush`). A machine that crashes before that flush may leave renamed
+files whose data never reached the disk, so a rerun keeps an output only when its bytes
+match the checksum recorded with it (:func:`stencilpipe.io.provenance.judge`).
+:data:`PER_FILE` fsyncs each file before its rename instead: durable the moment it is
+visible, at one disk flush per file.
 
 The ``run`` part of the name tells runs apart, so that cleaning up stale files (which a
 cluster may repeat when a worker dies) never deletes the files of a run still writing: its
@@ -16,7 +24,9 @@ A full file system is not a fault of one file: :func:`write_atomic` raises
 
 from __future__ import annotations
 
+import ctypes
 import errno
+import functools
 import os
 import re
 import uuid
@@ -26,7 +36,21 @@ from typing import BinaryIO
 
 from .errors import NoSpaceLeft
 
-__all__ = ["is_full", "new_run", "remove_own_temps", "remove_stale_temps", "write_atomic"]
+__all__ = [
+    "BATCH",
+    "DURABILITY",
+    "PER_FILE",
+    "flush",
+    "is_full",
+    "new_run",
+    "remove_own_temps",
+    "remove_stale_temps",
+    "write_atomic",
+]
+
+#: One flush of the file system when the run ends (the default), or an fsync per file.
+BATCH, PER_FILE = "batch", "per-file"
+DURABILITY = (BATCH, PER_FILE)
 
 _TEMP_NAME = re.compile(r"^\..+\.(?P<run>[0-9a-f]{12})-[0-9a-f]{12}\.tmp$")
 
@@ -37,10 +61,16 @@ def new_run() -> str:
 
 
 def write_atomic(
-    path: str | os.PathLike[str], write: Callable[[BinaryIO], object], *, run: str | None = None
+    path: str | os.PathLike[str],
+    write: Callable[[BinaryIO], object],
+    *,
+    run: str | None = None,
+    durability: str = BATCH,
 ) -> int:
     """Call ``write(fh)`` on a temporary file, then move it to ``path``; return its size.
 
+    With ``durability="per-file"`` the file is fsync'd before it is renamed; with
+    ``"batch"`` (the default) :func:`flush` makes it durable when the run ends.
     Raises :class:`~stencilpipe.io.errors.NoSpaceLeft` when the file system is full.
 
     Examples
@@ -58,7 +88,8 @@ def write_atomic(
         with open(temp, "xb") as fh:
             write(fh)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durability == PER_FILE:
+                os.fsync(fh.fileno())
             size = os.fstat(fh.fileno()).st_size
         os.replace(temp, final)
     except BaseException as exc:
@@ -84,11 +115,45 @@ def remove_stale_temps(directory: str | os.PathLike[str], keep: Collection[str])
 
 
 def remove_own_temps(directory: str | os.PathLike[str], run: str) -> int:
-    """Delete the temporary files of ``run`` itself, once none of its writes is running.
+    """The last step of ``run``'s write into ``directory``, once none of its writes is
+    running: delete the temporary files it left, then :func:`flush` what it wrote.
 
-    They are left by processes killed mid-write (a lost worker); returns how many.
+    The temporary files are left by processes killed mid-write (a lost worker); returns
+    how many.
     """
-    return _remove_temps(directory, lambda owner: owner == run)
+    removed = _remove_temps(directory, lambda owner: owner == run)
+    if os.path.isdir(directory):
+        flush(directory)
+    return removed
+
+
+def flush(directory: str | os.PathLike[str]) -> None:
+    """Make the files written into ``directory``, and their renames, durable at once.
+
+    One ``syncfs`` of the directory's file system where the C library has it (Linux), else
+    ``sync``; then an fsync of the directory itself. On a file system shared by several
+    hosts, each host flushes what it wrote (run this on every worker).
+    """
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        syncfs = _syncfs()
+        if syncfs is None:
+            os.sync()
+        elif syncfs(fd) != 0:
+            code = ctypes.get_errno()
+            raise OSError(code, os.strerror(code), os.fspath(directory))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@functools.cache
+def _syncfs() -> Callable[[int], int] | None:
+    """The C library's ``syncfs(fd)``, if it has one."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).syncfs
+    except (AttributeError, OSError):
+        return None
 
 
 def _remove_temps(directory: str | os.PathLike[str], remove: Callable[[str], bool]) -> int:

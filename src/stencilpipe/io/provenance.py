@@ -32,7 +32,7 @@ from typing import Any
 from dask.base import tokenize
 
 from .. import __version__
-from .atomic import write_atomic
+from .atomic import BATCH, write_atomic
 from .lock import state_dir
 
 __all__ = [
@@ -114,8 +114,12 @@ def write_record(
     provenance: Provenance,
     inputs: Sequence[Sequence[Any]],
     run: str,
+    durability: str = BATCH,
 ) -> None:
-    """Record that output ``name`` of ``directory`` holds ``data`` and what made it."""
+    """Record that output ``name`` of ``directory`` holds ``data`` and what made it.
+
+    ``durability`` is :func:`~stencilpipe.io.atomic.write_atomic`'s, as for the output.
+    """
     record = {
         "key": provenance.key,
         "inputs": [list(each) for each in inputs],
@@ -125,7 +129,7 @@ def write_record(
     path = record_path(directory, name)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(record, default=str).encode()
-    write_atomic(path, lambda fh: fh.write(text), run=run)
+    write_atomic(path, lambda fh: fh.write(text), run=run, durability=durability)
 
 
 def _read_record(path: Path) -> dict[str, Any] | None:
