@@ -71,9 +71,11 @@ def disk_calls(monkeypatch):
         calls.append(("replace", str(target)))
         real(source, target)
 
-    def syncfs(fd, real=atomic._syncfs()):
+    real_syncfs = atomic._syncfs()
+
+    def syncfs(fd):
         calls.append(("syncfs", named(fd)))
-        return real(fd) if real is not None else 0
+        return real_syncfs(fd) if real_syncfs is not None else 0
 
     monkeypatch.setattr(atomic.os, "fsync", fsync)
     monkeypatch.setattr(atomic.os, "replace", replace)
