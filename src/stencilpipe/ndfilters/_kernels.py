@@ -24,6 +24,7 @@ __all__ = [
     "correlate1d_kernel",
     "uniform1d_kernel",
     "rank_kernel",
+    "structured_kernel",
 ]
 
 Offset = tuple[int, ...]
@@ -135,3 +136,31 @@ def rank_kernel(offsets: tuple[Offset, ...], rank: int, store: np.dtype, cast: b
         source = "\n".join(["def rank(x):", *body, f"    return {result}"]) + "\n"
         return _from_source("rank", source, {}, dtype=store)
     return _kernel("rank", [*body, f"    t = np.float64({result})"], store)
+
+
+@functools.lru_cache(maxsize=128)
+def structured_kernel(
+    offsets: tuple[Offset, ...],
+    values: tuple[float, ...],
+    minimum: bool,
+    dtype: np.dtype,
+    store: np.dtype,
+) -> Stencil:
+    """scipy's grey morphology with a non-flat structure: the minimum of ``x - s`` (or the
+    maximum of ``x + s``) over ``offsets``, for an input of ``dtype``.
+
+    scipy's C code adds the first value in double and the others in the input's
+    type (wrapping integers, float32 sums for float32), then keeps the smallest
+    (largest) as a double: the kernel does the same, in the same order.
+    """
+    dtype = np.dtype(dtype)
+    signed = [-v if minimum else v for v in values]
+    with np.errstate(all="ignore"):  # scipy's (_type)double cast of each value
+        typed = np.asarray(signed[1:], np.float64).astype(dtype).tolist()
+    kind = f"np.{dtype.name}"
+    compare = "<" if minimum else ">"
+    body = [f"    t = np.float64({_read(offsets[0])}) + {float(signed[0])!r}"]
+    for offset, value in zip(offsets[1:], typed):
+        body.append(f"    v = np.float64({kind}({_read(offset)} + {kind}({value!r})))")
+        body.append(f"    t = v if v {compare} t else t")
+    return _kernel("structured", body, store)

@@ -39,9 +39,11 @@ __all__ = [
     "percentile_filter",
     "rank_filter",
     "box_or_footprint",
+    "cast_cval",
     "expand",
     "offsets_of",
     "warn_size_ignored",
+    "min_or_max",
 ]
 
 
@@ -99,7 +101,7 @@ def offsets_of(footprint: np.ndarray, origins: list[int]) -> tuple[Offset, ...]:
     )
 
 
-def _cast_cval(cval: Any, dtype: np.dtype) -> Any:
+def cast_cval(cval: Any, dtype: np.dtype) -> Any:
     """``cval`` as scipy's C code casts it into ``dtype``."""
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -111,7 +113,7 @@ def _footprint_filter(array, offsets, rank, mode, cval, output, name, cval_dtype
     if not isinstance(mode, str):
         raise RuntimeError("A sequence of modes is not supported for non-separable footprints")
     dtypes = dtypes_of(array, output, name)
-    fill = _cast_cval(cval, cval_dtype) if filter_mode(mode) == "constant" else 0
+    fill = cast_cval(cval, cval_dtype) if filter_mode(mode) == "constant" else 0
     step = _rank_pass(offsets, rank, dtypes.store, mode)
     return finish(run_passes(array, [step], dtypes, fill), dtypes, output)
 
@@ -121,7 +123,10 @@ def warn_size_ignored(size: Any, footprint: Any) -> None:
         warnings.warn("ignoring size because footprint is set", UserWarning, stacklevel=4)
 
 
-def _min_or_max(image, size, footprint, mode, cval, origin, output, axes, minimum, name):
+def min_or_max(image, size, footprint, mode, cval, origin, output, axes, minimum, name):
+    """scipy's ``_min_or_max_filter`` without a structure: a box (``size``, or an all-True
+    footprint) as 1-D passes, any other footprint as one kernel; ``name`` names the
+    caller in errors."""
     warn_size_ignored(size, footprint)
     array = as_array(image)
     check_real(array, name)
@@ -179,7 +184,7 @@ def minimum_filter(
     array
         Of the input's array type.
     """
-    return _min_or_max(
+    return min_or_max(
         image, size, footprint, mode, cval, origin, output, axes, True, "minimum_filter"
     )
 
@@ -191,7 +196,7 @@ def maximum_filter(
 
     Parameters are those of :func:`minimum_filter`.
     """
-    return _min_or_max(
+    return min_or_max(
         image, size, footprint, mode, cval, origin, output, axes, False, "maximum_filter"
     )
 
@@ -271,7 +276,7 @@ def _rank_filter(image, rank, size, footprint, mode, cval, origin, output, axes,
     rank = _rank_of(operation, rank, len(offsets))
     if rank in (0, len(offsets) - 1):
         minimum = rank == 0
-        return _min_or_max(array, None, footprint, mode, cval, origins, output, None, minimum, name)
+        return min_or_max(array, None, footprint, mode, cval, origins, output, None, minimum, name)
     cval_dtype = array.dtype
     fast_1d = array.size - ((footprint.size - 1) // 2 - origins[0]) >= 0 or array.size == 1
     if array.ndim == 1 and fast_1d and array.dtype.kind in "biu":
