@@ -1,0 +1,291 @@
+"""Library filters on uint8 and uint16 (and float32 of the same shape) against OpenCV, side by side.
+
+For each filter (mean, gaussian, sobel, laplace, minimum, maximum, median) on one
+2048x2048 frame and on a 64-frame stack: stencilpipe, OpenCV's equivalent under the same
+border mode, scipy.ndimage (frame only: minutes on the stack) and ``np.copyto`` of the same
+bytes. Then the chain gaussian 5x5 -> mean 3x3 -> sobel, fused, against OpenCV's three
+calls; the cold compile of a 5-stage chain and its warm load from the cache (fresh
+processes); and, with ``--large``, the large windows as they are today.
+
+Timings are medians over rounds that run every candidate of a row once, in turn, so a
+load change on a shared machine hits them all alike. Both libraries use 2 threads.
+
+Run: ``python benchmarks/integer.py [--rounds N] [--stack N] [--large]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Callable
+from typing import Any
+
+import cv2
+import numpy as np
+from scipy import ndimage as ndi
+
+import stencilpipe as sp
+from stencilpipe.stencils.threads import set_num_threads
+
+SIZE = 2048
+THREADS = 2
+REFLECT = cv2.BORDER_REFLECT  # scipy's and stencilpipe's "reflect"
+NEAREST = cv2.BORDER_REPLICATE  # "nearest": the only border medianBlur has
+
+
+def medians(candidates: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
+    """Median seconds of each candidate over ``rounds`` rounds, each running all of them once."""
+    for call in candidates.values():
+        call()  # compile, allocate, warm the caches
+    times: dict[str, list[float]] = {name: [] for name in candidates}
+    for _ in range(rounds):
+        for name, call in candidates.items():
+            start = time.perf_counter()
+            call()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def _per_frame(call: Callable[[np.ndarray], object]) -> Callable[[np.ndarray], None]:
+    def run(data: np.ndarray) -> None:
+        for frame in data.reshape(-1, *data.shape[-2:]):
+            call(frame)
+
+    return run
+
+
+def filters(dtype: np.dtype) -> dict[str, tuple[sp.Stencil, Callable[[np.ndarray], object], Any]]:
+    """name -> (stencilpipe filter, OpenCV on one frame, scipy on one frame)."""
+    same = -1  # OpenCV's ddepth: the input's
+    box = np.ones((3, 3), np.uint8)
+    return {
+        "mean 3x3": (
+            sp.library.mean(3),
+            lambda f: cv2.blur(f, (3, 3), borderType=REFLECT),
+            lambda f: ndi.uniform_filter(f, 3),
+        ),
+        "gaussian 5x5 (sigma 1)": (
+            sp.library.gaussian(1.0, truncate=2.0),
+            lambda f: cv2.GaussianBlur(f, (5, 5), 1.0, borderType=REFLECT),
+            lambda f: ndi.gaussian_filter(f, 1.0, truncate=2.0),
+        ),
+        "sobel axis 0": (
+            sp.library.sobel(0),
+            lambda f: cv2.Sobel(f, same, 0, 1, borderType=REFLECT),
+            lambda f: ndi.sobel(f, 0),
+        ),
+        "laplace": (
+            sp.library.laplace(),
+            lambda f: cv2.Laplacian(f, same, ksize=1, borderType=REFLECT),
+            lambda f: ndi.laplace(f),
+        ),
+        "minimum 3x3": (
+            sp.library.minimum(3),
+            lambda f: cv2.erode(f, box, borderType=REFLECT),
+            lambda f: ndi.minimum_filter(f, 3),
+        ),
+        "maximum 3x3": (
+            sp.library.maximum(3),
+            lambda f: cv2.dilate(f, box, borderType=REFLECT),
+            lambda f: ndi.maximum_filter(f, 3),
+        ),
+        "median 3x3 (nearest)": (
+            sp.library.median(3, boundary="nearest"),
+            lambda f: cv2.medianBlur(f, 3),
+            lambda f: ndi.median_filter(f, 3, mode="nearest"),
+        ),
+    }
+
+
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def filter_table(frames: int, rounds: int, rng: np.random.Generator) -> None:
+    """One table per integer dtype: each filter's times and ratios, float32 beside it."""
+    shape = (SIZE, SIZE) if frames == 1 else (frames, SIZE, SIZE)
+    where = "one frame" if frames == 1 else f"{frames}-frame stack"
+    floats = rng.integers(0, 256, shape).astype(np.float32)
+    for dtype in (np.uint8, np.uint16):
+        top = np.iinfo(dtype).max
+        data = rng.integers(0, top + 1, shape).astype(dtype)
+        print(f"\n## {np.dtype(dtype).name}, {where} of {SIZE}x{SIZE}, medians of {rounds}\n")
+        header = ["filter", "sp ms", "cv2 ms", "scipy ms", "sp f32 ms", "sp/cv2", "sp/f32"]
+        print(_row(header) + "\n" + _row(["---"] * len(header)))
+        copy_out = np.empty_like(data)
+        copy = medians({"copy": lambda: np.copyto(copy_out, data)}, rounds)["copy"]
+        for name, (ours, opencv, scipy) in filters(np.dtype(dtype)).items():
+            out, out32 = np.empty_like(data), np.empty_like(floats)
+            candidates = {
+                "sp": lambda s=ours: s(data, out=out),
+                "cv2": lambda c=opencv: _per_frame(c)(data),
+                "f32": lambda s=ours: s(floats, out=out32),
+            }
+            if frames == 1:
+                candidates["scipy"] = lambda c=scipy: c(data)
+            t = medians(candidates, rounds)
+            scipy_ms = f"{t['scipy'] * 1e3:.2f}" if "scipy" in t else "-"
+            print(
+                _row(
+                    [
+                        name,
+                        f"{t['sp'] * 1e3:.2f}",
+                        f"{t['cv2'] * 1e3:.2f}",
+                        scipy_ms,
+                        f"{t['f32'] * 1e3:.2f}",
+                        f"{t['sp'] / t['cv2']:.2f}",
+                        f"{t['sp'] / t['f32']:.2f}",
+                    ]
+                )
+            )
+        print(_row(["np.copyto", f"{copy * 1e3:.2f}", "", "", "", "", ""]))
+
+
+def chain_table(frames: int, rounds: int, rng: np.random.Generator) -> None:
+    """gaussian 5x5 -> mean 3x3 -> sobel: stencilpipe fused against OpenCV's three calls."""
+    shape = (SIZE, SIZE) if frames == 1 else (frames, SIZE, SIZE)
+    where = "one frame" if frames == 1 else f"{frames}-frame stack"
+    stages = [sp.library.gaussian(1.0, truncate=2.0), sp.library.mean(3), sp.library.sobel(0)]
+    fused = sp.chain(*stages)
+
+    def opencv(frame: np.ndarray) -> None:
+        y = cv2.GaussianBlur(frame, (5, 5), 1.0, borderType=REFLECT)
+        y = cv2.blur(y, (3, 3), borderType=REFLECT)
+        cv2.Sobel(y, -1, 0, 1, borderType=REFLECT)
+
+    print(f"\n## chain gaussian 5x5 -> mean 3x3 -> sobel, {where}, medians of {rounds}\n")
+    print(_row(["dtype", "sp fused ms", "cv2 x3 ms", "copy ms", "sp/cv2", "sp/copy"]))
+    print(_row(["---"] * 6))
+    for dtype in (np.uint8, np.uint16, np.float32):
+        data = rng.integers(0, 256, shape).astype(dtype)
+        copy_out = np.empty_like(data)
+        t = medians(
+            {
+                "sp": lambda: fused(data),
+                "cv2": lambda: _per_frame(opencv)(data),
+                "copy": lambda: np.copyto(copy_out, data),
+            },
+            rounds,
+        )
+        print(
+            _row(
+                [
+                    np.dtype(dtype).name,
+                    f"{t['sp'] * 1e3:.2f}",
+                    f"{t['cv2'] * 1e3:.2f}",
+                    f"{t['copy'] * 1e3:.2f}",
+                    f"{t['sp'] / t['cv2']:.2f}",
+                    f"{t['sp'] / t['copy']:.2f}",
+                ]
+            )
+        )
+
+
+_COMPILE_SCRIPT = textwrap.dedent(
+    """
+    import time
+    start = time.perf_counter()
+    import numpy as np
+    import stencilpipe as sp
+    imported = time.perf_counter()
+    lib = sp.library
+    five = sp.chain(lib.gaussian(1.0, truncate=2.0), lib.mean(3), lib.sobel(0), lib.laplace(),
+                    lib.median(3))
+    five(np.zeros((64, 64), np.uint8))
+    print(imported - start, time.perf_counter() - imported)
+    """
+)
+
+
+def compile_table() -> None:
+    """Cold compile (empty kernel cache) and warm load of a 5-stage uint8 chain, fresh processes."""
+    print("\n## 5-stage chain (gaussian, mean, sobel, laplace, median) on uint8, fresh processes\n")
+    print(_row(["cache", "import s", "first call s"]) + "\n" + _row(["---"] * 3))
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "STENCILPIPE_CACHE_DIR": cache}
+        for what in ("cold (empty)", "warm"):
+            run = subprocess.run(
+                [sys.executable, "-c", _COMPILE_SCRIPT],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            imported, first = map(float, run.stdout.split())
+            print(_row([what, f"{imported:.2f}", f"{first:.2f}"]))
+
+
+def large_table(rounds: int, rng: np.random.Generator) -> None:
+    """Large windows as the per-point kernels compute them today, one uint8 frame."""
+    frame = rng.integers(0, 256, (SIZE, SIZE)).astype(np.uint8)
+    box = np.ones((15, 15), np.uint8)
+    cases = {
+        "mean 31x31": (sp.library.mean(31), lambda: cv2.blur(frame, (31, 31), borderType=REFLECT)),
+        "gaussian sigma 8": (
+            sp.library.gaussian(8.0),
+            lambda: cv2.GaussianBlur(frame, (0, 0), 8.0, borderType=REFLECT),
+        ),
+        "minimum 15x15": (
+            sp.library.minimum(15),
+            lambda: cv2.erode(frame, box, borderType=REFLECT),
+        ),
+        "maximum 15x15": (
+            sp.library.maximum(15),
+            lambda: cv2.dilate(frame, box, borderType=REFLECT),
+        ),
+    }
+    print(f"\n## large windows today, one uint8 frame, medians of {rounds}\n")
+    print(_row(["filter", "compile s", "sp ms", "cv2 ms", "sp/cv2"]) + "\n" + _row(["---"] * 5))
+    for name, (ours, opencv) in cases.items():
+        out = np.empty_like(frame)
+        start = time.perf_counter()
+        ours(frame[:64, :64])
+        compiled = time.perf_counter() - start
+        t = medians({"sp": lambda s=ours: s(frame, out=out), "cv2": opencv}, rounds)
+        print(
+            _row(
+                [
+                    name,
+                    f"{compiled:.1f}",
+                    f"{t['sp'] * 1e3:.2f}",
+                    f"{t['cv2'] * 1e3:.2f}",
+                    f"{t['sp'] / t['cv2']:.2f}",
+                ]
+            )
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=9, help="rounds per frame row")
+    parser.add_argument("--stack", type=int, default=64, help="frames in the stack")
+    parser.add_argument("--large", action="store_true", help="also time the large windows")
+    parser.add_argument("--only", choices=["frame", "stack", "chain", "compile"], default=None)
+    args = parser.parse_args()
+    set_num_threads(THREADS)
+    cv2.setNumThreads(THREADS)
+    rng = np.random.default_rng(0)
+    print(f"threads: stencilpipe {THREADS}, cv2 {cv2.getNumThreads()}, scipy 1")
+    if args.only in (None, "frame"):
+        filter_table(1, args.rounds, rng)
+    if args.only in (None, "stack"):
+        filter_table(args.stack, max(3, args.rounds // 3), rng)
+    if args.only in (None, "chain"):
+        chain_table(1, args.rounds, rng)
+        chain_table(args.stack, max(3, args.rounds // 3), rng)
+    if args.only in (None, "compile"):
+        compile_table()
+    if args.large:
+        large_table(max(3, args.rounds // 3), rng)
+
+
+if __name__ == "__main__":
+    start = time.perf_counter()
+    main()
+    print(f"\n(benchmark took {time.perf_counter() - start:.0f} s)")
