@@ -1,0 +1,55 @@
+"""Sphinx configuration of stencilpipe's documentation site (``make docs`` builds it).
+
+Sphinx rather than MkDocs: the docstrings are numpydoc, which numpydoc renders as written,
+the gallery is sphinx-gallery (as scikit-image's, dask-image's and napari's), and the command
+line is documented from its click group by sphinx-click, so all three come from the code.
+"""
+
+from __future__ import annotations
+
+import stencilpipe
+
+project = "stencilpipe"
+author = "the stencilpipe developers"
+copyright = "the stencilpipe developers"  # noqa: A001 (Sphinx's name)
+version = release = stencilpipe.__version__
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "numpydoc",
+    "sphinx_click",
+    "sphinx_gallery.gen_gallery",
+]
+
+templates_path = ["_templates"]
+exclude_patterns = ["_build", "README-proposal.md", "examples"]
+html_theme = "furo"
+html_title = f"stencilpipe {release}"
+html_favicon = "_static/favicon.svg"  # browsers ask for /favicon.ico (a 404) without one
+
+autosummary_generate = True
+autodoc_typehints = "none"  # the signature shows them; numpydoc's Parameters say them in words
+autodoc_default_options = {"member-order": "bysource"}
+numpydoc_show_class_members = False  # the class template lists members with autodoc instead
+numpydoc_class_members_toctree = False
+numpydoc_xref_param_type = False
+
+# The gallery runs each ``plot_*.py`` at build time; other files (the GPU example) are shown
+# as written. A fresh kernel cache per build would compile every kernel again: the user's
+# cache (or STENCILPIPE_CACHE_DIR) is kept.
+sphinx_gallery_conf = {
+    "examples_dirs": "examples",
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r"/plot_",
+    "ignore_pattern": r"__init__\.py",
+    "download_all_examples": False,
+    "remove_config_comments": True,
+    "abort_on_example_error": True,
+    "matplotlib_animations": False,
+    "within_subsection_order": "FileNameSortKey",
+    "show_memory": False,
+    "min_reported_time": 1,
+    # Its table page loads jQuery and DataTables from CDNs: not offline, not wanted.
+    "write_computation_times": False,
+}
