@@ -161,6 +161,7 @@ def structured_kernel(
     compare = "<" if minimum else ">"
     body = [f"    t = np.float64({_read(offsets[0])}) + {float(signed[0])!r}"]
     for offset, value in zip(offsets[1:], typed):
-        body.append(f"    v = np.float64({kind}({_read(offset)} + {kind}({value!r})))")
+        # The read cast too: the compiler reads uint64 as float64.
+        body.append(f"    v = np.float64({kind}({kind}({_read(offset)}) + {kind}({value!r})))")
         body.append(f"    t = v if v {compare} t else t")
     return _kernel("structured", body, store)

@@ -138,6 +138,9 @@ def grey_dilation(
         raise ValueError("size, footprint, or structure must be specified")
     structure, footprint = _mirror(structure), _mirror(footprint)
     n_axes = len(check_axes(axes, as_array(input).ndim))
+    for element in (footprint, structure):
+        if element is not None and element.ndim != n_axes:  # scipy: an IndexError
+            raise RuntimeError(f"footprint.ndim ({element.ndim}) must match len(axes) ({n_axes})")
     origins = []
     for ii, o in enumerate(normalize_sequence(origin, n_axes)):
         if footprint is not None:
