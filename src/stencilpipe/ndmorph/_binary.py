@@ -23,12 +23,18 @@ from ..stencils.dask_apply import is_dask_array
 from ._iterate import Step, iterate
 
 __all__ = [
+    "ArgumentError",
     "binary_closing",
     "binary_dilation",
     "binary_erosion",
     "binary_opening",
     "binary_structure",
 ]
+
+
+class ArgumentError(RuntimeError, TypeError):
+    """A scalar where an array is wanted (structure, a non-bool mask): scipy raises a
+    RuntimeError, dask-image a TypeError; code written for either catches this."""
 
 
 def binary_structure(rank: int) -> np.ndarray:
@@ -52,6 +58,8 @@ def _mask_like(mask: Any, array: Any) -> Any:
         mask = cupy.asarray(mask)
     elif not is_dask_array(mask):
         mask = np.asarray(mask)
+    if mask.ndim == 0 and array.ndim > 0:
+        raise ArgumentError(f"mask must be a bool or an array of the input's shape, got {mask!r}")
     if tuple(mask.shape) != tuple(array.shape):
         raise RuntimeError("mask and input must have equal sizes")
     return mask != 0
@@ -68,7 +76,12 @@ def _binary(image, structure, iterations, mask, border_value, origin, axes, outp
     if array.dtype.kind == "c":
         raise TypeError("Complex type not supported")
     axes = check_axes(axes, array.ndim)
-    structure = binary_structure(len(axes)) if structure is None else np.asarray(structure) != 0
+    if structure is None:
+        structure = binary_structure(len(axes))
+    elif np.ndim(structure) == 0 and len(axes) > 0:
+        raise ArgumentError(f"structure must be an array, got {structure!r}")
+    else:
+        structure = np.asarray(structure) != 0
     if structure.ndim != len(axes):
         raise RuntimeError("structure and input must have same dimensionality")
     if structure.size < 1:
