@@ -46,3 +46,88 @@ def test_a_running_minimum_vectorises(fresh_cache):
     frame = np.random.default_rng(1).integers(0, 256, (2, 19, 23), dtype=np.uint8)
     want = kernel_by_loop(running_min_test.func, [frame], (), halo=((1, 1), (1, 1)))
     np.testing.assert_array_equal(running_min_test(frame), want)
+
+
+@sp.stencil
+def wide_weights(x):
+    return 200 * x[0, -1] + 200 * x[0, 1] - x[0, 0] // 3
+
+
+@sp.stencil
+def product(x):
+    return x[0, -1] * x[0, 1] * x[0, 0]
+
+
+def accumulator(stencil: sp.Stencil, dtype):
+    from stencilpipe.stencils.dtypes import integer_accumulator
+    from stencilpipe.stencils.unroll import unroll_constant_loops
+
+    body = unroll_constant_loops(stencil.info.body, {})
+    return integer_accumulator(body, {a: np.dtype(dtype) for a in stencil.info.array_params})
+
+
+def test_range_analysis_picks_the_narrowest_exact_accumulator():
+    from kernels import lopsided, smooth, thresh, volume
+
+    int16, int32 = np.dtype(np.int16), np.dtype(np.int32)
+    assert accumulator(sp.library.sobel(0), np.uint8) == int16  # |sum| <= 4 * 255
+    assert accumulator(sp.library.sobel(0), np.uint16) == int32
+    assert accumulator(sp.library.laplace(), np.int8) == int16
+    assert accumulator(smooth, np.uint8) == int16  # 9 * 255 = 2295
+    assert accumulator(lopsided, np.int16) == int32
+    assert accumulator(wide_weights, np.uint8) == int32  # 400 * 255 > 32767
+    assert accumulator(product, np.uint8) == int32  # 255**3 = 16581375
+    assert accumulator(product, np.uint16) is None  # 65535**3 needs int64
+    assert accumulator(volume, np.uint8) is None  # * 0.5: a float
+    assert accumulator(thresh, np.uint8) is None  # a scalar parameter, an if
+    assert accumulator(sp.library.sobel(0), np.int32) is None  # 32-bit inputs stay int64
+
+
+EXTREMES = {
+    np.uint8: [0, 1, 254, 255],
+    np.int8: [-128, -127, 0, 126, 127],
+    np.uint16: [0, 1, 65534, 65535],
+    np.int16: [-32768, -32767, 0, 32766, 32767],
+}
+
+
+def extreme_frames(dtype, seed=0) -> np.ndarray:
+    """Frames of the dtype's extreme values in random arrangements, and a random frame."""
+    rng = np.random.default_rng(seed)
+    info = np.iinfo(dtype)
+    values = np.array(EXTREMES[dtype], dtype)
+    picks = rng.choice(values, (5, 9, 11))
+    picks[0] = info.max  # every window at the top
+    picks[1] = info.min
+    picks[2, ::2] = info.max  # alternating rows: sobel's extreme sums
+    picks[2, 1::2] = info.min
+    picks[3] = rng.integers(info.min, info.max, (9, 11), endpoint=True, dtype=dtype)
+    return picks
+
+
+@pytest.mark.parametrize("dtype", list(EXTREMES))
+def test_narrow_accumulators_give_the_int64_results(dtype):
+    """Kernels that compute in int16/int32 equal the plain Python loop (unbounded ints,
+    then the documented saturation) on the values that reach the accumulators' limits."""
+    from kernels import lopsided, smooth
+
+    frames = extreme_frames(dtype)
+    for stencil in (sp.library.sobel(0), sp.library.sobel(1), sp.library.laplace(), smooth,
+                    lopsided, wide_weights, product):  # fmt: skip
+        stencil = stencil.with_options()
+        stencil.passes = None  # the 2-D kernel (sobel's constant mode is scipy's 1-D passes)
+        for mode in ("reflect", "constant"):
+            cval = int(np.iinfo(dtype).max)
+            want = kernel_by_loop(stencil.func, [frames], halo=stencil.halo, mode=mode, cval=cval)
+            np.testing.assert_array_equal(stencil(frames, boundary=mode, cval=cval), want)
+
+
+@x86
+def test_uint8_sobel_adds_packed_16_bit_words(fresh_cache):
+    """The 3x3 sobel of uint8 computes in int16 (it computed in int64: 4x fewer lanes)."""
+
+    @sp.stencil
+    def sobel_words_test(x):
+        return (x[1, -1] + 2 * x[1, 0] + x[1, 1]) - (x[-1, -1] + 2 * x[-1, 0] + x[-1, 1])
+
+    assert packed(sobel_words_test, np.uint8, "paddw")

@@ -30,7 +30,7 @@ import numpy as np
 
 from .analysis import KernelInfo, index_interval
 from .compile_lock import compile_lock
-from .dtypes import wide_type_name
+from .dtypes import integer_accumulator, wide_type_name
 from .store import store_function
 from .unroll import unroll_constant_loops
 
@@ -149,6 +149,49 @@ class _HoistReads(ast.NodeTransformer):
         return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
 
 
+class _Narrow(ast.NodeTransformer):
+    """Keep integer arithmetic in the accumulator ``type_name`` (see
+    :func:`~.dtypes.integer_accumulator`, which proved every value fits it).
+
+    Numba widens ``int16 + int16`` to ``int64``; a cast of each result back to the
+    accumulator lets LLVM compute in it (``trunc(add(sext a, sext b))`` is an
+    ``int16`` add), and a cast of each assigned constant keeps locals in it.
+    """
+
+    def __init__(self, type_name: str):
+        self.type_name = type_name
+
+    def cast(self, node: ast.expr) -> ast.expr:
+        to = ast.Attribute(value=ast.Name(id="_sp_np", ctx=ast.Load()), attr=self.type_name)
+        return ast.copy_location(ast.Call(func=to, args=[node], keywords=[]), node)
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        return self.cast(self.generic_visit(node))  # type: ignore[arg-type]
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+        if isinstance(node.operand, ast.Constant):  # a literal such as -1
+            return node
+        return self.cast(self.generic_visit(node))  # type: ignore[arg-type]
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        return node  # offsets stay as written
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
+        read = ast.Name(id=node.target.id, ctx=ast.Load())  # type: ignore[attr-defined]
+        total = self.visit(ast.copy_location(ast.BinOp(read, node.op, node.value), node))
+        return ast.copy_location(ast.Assign(targets=[node.target], value=total), node)
+
+    def visit_Assign(self, node: ast.Assign) -> ast.AST:
+        self.generic_visit(node)
+        values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+        for k, value in enumerate(values):
+            if isinstance(value, ast.Constant):
+                values[k] = self.cast(value)
+        if not isinstance(node.value, ast.Tuple):
+            node.value = values[0]
+        return node
+
+
 def _hoist_reads(body: list[ast.stmt], arrays: tuple[str, ...]) -> list[ast.stmt]:
     hoist = _HoistReads(arrays)
     rest = [hoist.visit(copy.deepcopy(s)) for s in body]
@@ -223,10 +266,16 @@ def point_functions(
         Line number the returned source will start at in its module (for the line map).
     """
     body = unroll_constant_loops(info.body, env)
-    selects = selects_only(body, info.array_params)
-    wide = {
-        a: d.name if selects else wide_type_name(d) for a, d in zip(info.array_params, in_dtypes)
-    }
+    if selects_only(body, info.array_params):
+        wide = {a: d.name for a, d in zip(info.array_params, in_dtypes)}
+    else:
+        narrow = integer_accumulator(body, dict(zip(info.array_params, in_dtypes)))
+        if narrow is not None:
+            body = [_Narrow(narrow.name).visit(s) for s in body]
+        wide = {
+            a: narrow.name if narrow is not None else wide_type_name(d)
+            for a, d in zip(info.array_params, in_dtypes)
+        }
     centre = index_names(info.ndim)
     scalars = list(info.scalar_params)
     arrays = list(info.array_params)
