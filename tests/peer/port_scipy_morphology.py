@@ -16,7 +16,6 @@ from pathlib import Path
 
 import scipy
 import scipy.ndimage.tests
-
 from port_scipy_tests import _keep
 from scipy_morph_signature import TESTED
 
