@@ -124,8 +124,9 @@ def test_ome_zarr_image_first_level(tmp_path):
         {"version": "0.4", "axes": axes, "datasets": [{"path": "0"}, {"path": "1"}]}
     ]
     stack = imread(tmp_path / "img.ome.zarr")
-    assert stack.shape == (6, 32, 40)  # t and z become frames; the single channel goes
-    np.testing.assert_array_equal(stack.compute(), data.reshape(6, 32, 40))
+    assert stack.shape == (2, 3, 32, 40)  # t and z stay apart; the single channel goes
+    assert inspect(tmp_path / "img.ome.zarr").axes == "tzyx"
+    np.testing.assert_array_equal(stack.compute(), data[:, 0])
 
 
 def test_zarr_group_without_multiscales_is_refused(tmp_path):

@@ -21,6 +21,8 @@ from dask.utils import format_bytes
 from PIL import Image, UnidentifiedImageError
 
 from .errors import BadImageFile, TargetError
+from .metadata import Metadata
+from .tiffmeta import TiffTags, page_tags, series_metadata
 
 __all__ = [
     "MAX_FRAME_BYTES",
@@ -50,11 +52,19 @@ _PNG_MODES = {"1", "L", "LA", "I;16", "RGB", "RGBA"}
 
 @dataclass(frozen=True)
 class Header:
-    """What a file's header says: how many frames, each of which shape and dtype."""
+    """What a file's header says: how many frames, each of which shape and dtype.
+
+    ``lead`` is the shape of the axes before the frame axes (their product is ``frames``)
+    and ``metadata`` the axes of the whole series, both in the file's order (None: the
+    format says nothing); ``tags`` the TIFF tags that a frame written from it keeps.
+    """
 
     frames: int
     frame_shape: tuple[int, ...]
     dtype: np.dtype
+    lead: tuple[int, ...] = ()
+    metadata: Metadata | None = None
+    tags: TiffTags | None = None
 
 
 class FrameReader(Protocol):
@@ -78,8 +88,10 @@ class FrameWriter(Protocol):
         """Raise :class:`TargetError` unless frames like these can be written."""
         ...
 
-    def write(self, fh: BinaryIO, frame: np.ndarray, compression: str | None) -> None:
-        """Encode ``frame`` into the open binary file ``fh``."""
+    def write(
+        self, fh: BinaryIO, frame: np.ndarray, compression: str | None, tags: TiffTags | None = None
+    ) -> None:
+        """Encode ``frame`` into the open binary file ``fh`` (with ``tags``, for TIFF)."""
         ...
 
 
@@ -121,6 +133,9 @@ class Tiff:
         frame_ndim = 3 if axes.endswith("YXS") else 2 if axes.endswith("YX") else 0
         if not frame_ndim:
             raise BadImageFile(path, f"unsupported TIFF layout (axes {axes}, shape {shape})")
+        metadata = series_metadata(tif)
+        if not metadata.axes.endswith(("yx", "yxs")):
+            raise BadImageFile(path, f"unsupported TIFF layout (axes {axes}, shape {shape})")
         frame_shape, dtype = shape[-frame_ndim:], _native(series.dtype)
         _check_size(path, frame_shape, dtype)
         page = series.keyframe
@@ -141,7 +156,8 @@ class Tiff:
             needs = max(ends, default=0)
         if needs > size:
             raise BadImageFile(path, f"truncated (needs {needs} bytes, has {size})")
-        return Header(math.prod(shape[:-frame_ndim]), frame_shape, dtype)
+        lead = shape[:-frame_ndim]
+        return Header(math.prod(lead), frame_shape, dtype, lead, metadata, page_tags(page))
 
     def read(self, path: str, index: int) -> np.ndarray:
         frame = tifffile.imread(path, series=0, key=index)
@@ -156,7 +172,9 @@ class Tiff:
                 f"compression={compression!r}: {exc}"
             ) from None
 
-    def write(self, fh: BinaryIO, frame: np.ndarray, compression: str | None) -> None:
+    def write(
+        self, fh: BinaryIO, frame: np.ndarray, compression: str | None, tags: TiffTags | None = None
+    ) -> None:
         rgb = frame.ndim == 3 and frame.shape[2] in (3, 4)
         tifffile.imwrite(
             fh,
@@ -165,6 +183,7 @@ class Tiff:
             planarconfig="contig" if frame.ndim == 3 else None,
             compression=compression,
             metadata=None,
+            **(tags.imwrite_options() if tags else {}),
         )
 
 
@@ -219,7 +238,9 @@ class Pillow:
                 "uint16 gray, uint8 gray+alpha, RGB or RGBA, or bool); write .tif instead"
             )
 
-    def write(self, fh: BinaryIO, frame: np.ndarray, compression: str | None) -> None:
+    def write(
+        self, fh: BinaryIO, frame: np.ndarray, compression: str | None, tags: TiffTags | None = None
+    ) -> None:
         Image.fromarray(frame).save(fh, format="PNG")
 
 

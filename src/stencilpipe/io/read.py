@@ -25,6 +25,7 @@ from ..errors import ImageStackError
 from ..stencils.channels import mark_channels
 from .errors import BadImageFile
 from .formats import FrameReader, Header, scan_file
+from .metadata import Metadata, arrange
 from .sources import Source, resolve
 from .stackinfo import StackInfo, register
 from .zarrio import open_zarr
@@ -83,8 +84,8 @@ def imread(
     """
     array, info = _open(source, chunks, skip_bad)
     register(array, info)
-    if info.kind != "zarr" and len(info.shape) == 4:
-        mark_channels(array)  # the trailing axis of RGB(A) files is never filtered across
+    if info.axes.endswith("s"):
+        mark_channels(array)  # the samples of RGB(A) pixels are never filtered across
     return array
 
 
@@ -113,62 +114,82 @@ def inspect(
     return _open(source, chunks, skip_bad)[1]
 
 
-def default_chunks(shape: Sequence[int], dtype: np.dtype) -> tuple[int, ...]:
+def default_chunks(shape: Sequence[int], dtype: np.dtype, lead: int = 1) -> tuple[int, ...]:
     """Whole frames, as many per chunk as fit in Dask's ``array.chunk-size``, evenly spread.
+
+    ``lead`` counts the axes before the frame axes: the frames of a chunk lie along the
+    last of them, the others are cut into single steps (one time point, one channel).
 
     Examples
     --------
     >>> default_chunks((200, 2048, 2048), np.dtype("uint8"))  # 4 MiB frames, 128 MiB chunks
     (29, 2048, 2048)
+    >>> default_chunks((2, 3, 40, 512, 512), np.dtype("uint16"), lead=3)
+    (1, 1, 40, 512, 512)
     """
     limit = parse_bytes(dask.config.get("array.chunk-size"))
-    frame_bytes = max(1, math.prod(shape[1:]) * np.dtype(dtype).itemsize)
-    per_chunk = max(1, min(shape[0], limit // frame_bytes))
-    blocks = -(-shape[0] // per_chunk)
-    return (max(1, -(-shape[0] // blocks)), *shape[1:])
+    frame_bytes = max(1, math.prod(shape[lead:]) * np.dtype(dtype).itemsize)
+    along = shape[lead - 1]
+    per_chunk = max(1, min(along, limit // frame_bytes))
+    blocks = -(-along // per_chunk)
+    return (*(1,) * (lead - 1), max(1, -(-along // blocks)), *shape[lead:])
 
 
 class _Frames:
     """An array-like whose items are frames of files, decoded when indexed.
 
-    This is what :func:`dask.array.from_array` wraps: each chunk task indexes it with a
-    tuple of slices and decodes only the frames in that chunk.
+    This is what :func:`dask.array.from_array` wraps: ``frames`` holds one
+    ``(reader, path, index)`` per frame, shaped like the axes before the frame axes; each
+    chunk task indexes it with a tuple of slices and decodes only the frames in its chunk.
     """
 
     def __init__(
         self,
-        frames: tuple[tuple[FrameReader, str, int], ...],
+        frames: np.ndarray,
         stamps: tuple[tuple[int, int], ...],
-        shape: tuple[int, ...],
+        frame_shape: tuple[int, ...],
         dtype: np.dtype,
     ) -> None:
         self.frames, self.stamps = frames, stamps
-        self.shape, self.dtype, self.ndim = shape, dtype, len(shape)
+        self.shape, self.dtype = (*frames.shape, *frame_shape), dtype
+        self.ndim, self._lead = len(self.shape), frames.ndim
 
     def __dask_tokenize__(self) -> object:
-        files = [(type(reader).__name__, path, index) for reader, path, index in self.frames]
+        files = [(type(reader).__name__, path, index) for reader, path, index in self.frames.flat]
         return "stencilpipe-frames", files, self.stamps, self.shape, self.dtype.str
 
     def __getitem__(self, key: tuple[slice, ...]) -> np.ndarray:
         key = key if isinstance(key, tuple) else (key,)
-        selected = self.frames[key[0]]
-        block = np.empty((len(selected), *self.shape[1:]), self.dtype)
-        for out, (reader, path, index) in zip(block, selected, strict=True):
-            out[...] = self._read(reader, path, index)
-        return block[(slice(None), *key[1:])]
+        selected = self.frames[key[: self._lead]]
+        frame_shape = self.shape[self._lead :]
+        block = np.empty((*selected.shape, *frame_shape), self.dtype)
+        for where in np.ndindex(selected.shape):
+            block[where] = self._read(*selected[where])
+        return block[(slice(None),) * self._lead + key[self._lead :]]
 
     def _read(self, reader: FrameReader, path: str, index: int) -> np.ndarray:
         try:
             frame = reader.read(path, index)
         except Exception as exc:
             raise BadImageFile(path, f"cannot be decoded ({exc})") from None
-        if frame.shape != self.shape[1:] or frame.dtype != self.dtype:
+        if frame.shape != self.shape[self._lead :] or frame.dtype != self.dtype:
             raise BadImageFile(
                 path,
                 f"changed since it was opened: now {frame.shape} {frame.dtype}, "
-                f"was {self.shape[1:]} {self.dtype}",
+                f"was {self.shape[self._lead :]} {self.dtype}",
             )
         return frame
+
+
+def _chunks(chunks: Any, shape: tuple[int, ...], dtype: np.dtype, lead: int) -> Any:
+    """``chunks`` as given, the axes a dict leaves out filled in from :func:`default_chunks`."""
+    default = default_chunks(shape, dtype, lead)
+    if chunks is None:
+        return default
+    if isinstance(chunks, dict):
+        return tuple(chunks.get(axis, chunks.get(axis - len(shape), size))
+                     for axis, size in enumerate(default))  # fmt: skip
+    return chunks
 
 
 def _open(
@@ -176,8 +197,11 @@ def _open(
 ) -> tuple[da.Array, StackInfo]:
     src = resolve(source)
     if src.kind == "zarr":
-        array = open_zarr(src.paths[0])
-        array = array.rechunk(chunks or default_chunks(array.shape, array.dtype))
+        stored, metadata = open_zarr(src.paths[0])
+        plan = arrange(metadata, stored.shape)
+        array = plan.apply(stored)
+        lead = plan.metadata.axes.index("y")
+        array = array.rechunk(_chunks(chunks, array.shape, array.dtype, lead))
         info = StackInfo(
             src.given,
             "zarr",
@@ -187,31 +211,59 @@ def _open(
             array.dtype,
             array.chunks,
             stamps=(_store_stamp(src.paths[0]),),
+            metadata=plan.metadata,
         )
         return array, info
     good, bad = _scan(src)
     if bad and (not skip_bad or not good):
         raise ImageStackError(_bad_message(src, bad, skip_bad))
     header = good[0][2]
-    frames = tuple(
-        (reader, path, index) for path, reader, h, _ in good for index in range(h.frames)
-    )
-    shape = (len(frames), *header.frame_shape)
-    lazy = _Frames(frames, tuple(stamp for *_, stamp in good), shape, header.dtype)
-    chunks = chunks or default_chunks(shape, header.dtype)
+    frames = np.empty(sum(h.frames for _, _, h, _ in good), dtype=object)
+    frames[:] = [(reader, path, i) for path, reader, h, _ in good for i in range(h.frames)]
+    frame_axes = "yxs"[: len(header.frame_shape)]
+    if src.kind == "files":
+        metadata = _frame_metadata(header, frame_axes)
+        stored_shape = (len(frames), *header.frame_shape)
+    else:
+        metadata = header.metadata or Metadata("i" + frame_axes)
+        stored_shape = (*(header.lead or (len(frames),)), *header.frame_shape)
+    plan = arrange(metadata, stored_shape)
+    lead = len(plan.shape) - len(header.frame_shape)
+    frames = plan.apply_lead(frames.reshape(stored_shape[: len(stored_shape) - len(frame_axes)]))
+    lazy = _Frames(frames, tuple(stamp for *_, stamp in good), header.frame_shape, header.dtype)
+    chunks = _chunks(chunks, lazy.shape, header.dtype, lead)
     array = da.from_array(
         lazy,
         chunks=chunks,
         name="imread-" + tokenize(lazy, chunks),
-        meta=np.empty((0,) * len(shape), header.dtype),
+        meta=np.empty((0,) * len(lazy.shape), header.dtype),
         fancy=False,
     )
     files = tuple(path for path, *_ in good)
     names = tuple(Path(path).stem for path in files) if src.kind == "files" else None
     info = StackInfo(
-        src.given, src.kind, files, names, shape, header.dtype, array.chunks, bad, lazy.stamps
+        src.given,
+        src.kind,
+        files,
+        names,
+        lazy.shape,
+        header.dtype,
+        array.chunks,
+        bad,
+        lazy.stamps,
+        plan.metadata,
+        tuple(h.tags for _, _, h, _ in good),
     )
     return array, info
+
+
+def _frame_metadata(header: Header, frame_axes: str) -> Metadata:
+    """A stack of files: frames of unknown kind, with the first file's ``y, x`` steps."""
+    first = header.metadata
+    if first is None:
+        return Metadata("i" + frame_axes)
+    steps = first.transposed([first.axes.index(a) for a in frame_axes])
+    return Metadata("i" + frame_axes, (1.0, *steps.scale), (None, *steps.units))
 
 
 def _store_stamp(store: str) -> tuple[int, int]:

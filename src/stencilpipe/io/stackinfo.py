@@ -16,6 +16,9 @@ import dask.array as da
 import numpy as np
 from dask.utils import format_bytes
 
+from .metadata import Metadata
+from .tiffmeta import TiffTags
+
 __all__ = ["StackInfo", "frame_inputs", "inputs_of", "register", "source_names"]
 
 
@@ -35,7 +38,9 @@ class StackInfo:
     frame_names : tuple of str or None
         Each frame's file name without its extension, for ``"files"`` stacks.
     shape : tuple of int
-        ``(frames, y, x)``, or ``(frames, y, x, c)`` for colour.
+        The shape of the array :func:`~stencilpipe.io.imread` returns: ``(frames, y, x)``,
+        ``(frames, y, x, c)`` for colour, or one axis per letter of ``metadata.axes``
+        (such as ``(t, c, z, y, x)`` for an OME-TIFF).
     dtype : numpy.dtype
     chunks : tuple of tuple of int
         The Dask chunks of the array.
@@ -45,6 +50,11 @@ class StackInfo:
         ``(size, mtime_ns)`` of each of ``files`` when it was opened (for ``"zarr"``, the
         total size and latest ``mtime_ns`` of the store's files): the inputs' identity
         that provenance records hold.
+    metadata : Metadata, optional
+        The axes, physical sizes, units and channel names (see :attr:`axes` and the rest).
+    file_tags : tuple of TiffTags or None
+        For TIFF inputs, each file's resolution tags and ImageDescription (in ``files``
+        order), which TIFF outputs keep.
     """
 
     source: str
@@ -56,11 +66,41 @@ class StackInfo:
     chunks: tuple[tuple[int, ...], ...]
     bad_files: tuple[tuple[str, str], ...] = ()
     stamps: tuple[tuple[int, int], ...] = ()
+    metadata: Metadata | None = None
+    file_tags: tuple[TiffTags | None, ...] = ()
+
+    @property
+    def axes(self) -> str:
+        """One letter per axis: ``t`` time, ``c`` channel, ``z, y, x``, ``s`` the samples of
+        RGB(A) pixels, ``i`` frames of unknown kind (see :mod:`stencilpipe.io.metadata`)."""
+        if self.metadata is not None:
+            return self.metadata.axes
+        return "iyxs"[: len(self.shape)]
+
+    @property
+    def scale(self) -> tuple[float, ...]:
+        """The physical size of one step along each axis (1.0 where unknown)."""
+        return self.metadata.scale if self.metadata else (1.0,) * len(self.shape)
+
+    @property
+    def units(self) -> tuple[str | None, ...]:
+        """The unit of each axis's step (such as ``"micrometer"``; None where unknown)."""
+        return self.metadata.units if self.metadata else (None,) * len(self.shape)
+
+    @property
+    def channel_names(self) -> tuple[str, ...]:
+        """The names of the channels of the ``c`` axis, when the source names them."""
+        return self.metadata.channel_names if self.metadata else ()
+
+    @property
+    def frame_shape(self) -> tuple[int, ...]:
+        """The shape of one frame: ``(y, x)`` or ``(y, x, samples)``."""
+        return self.shape[self.axes.index("y") :]
 
     @property
     def frames(self) -> int:
-        """How many frames the stack has."""
-        return self.shape[0]
+        """How many frames (2-D planes) the stack has: the product of the axes before y."""
+        return math.prod(self.shape[: self.axes.index("y")])
 
     @property
     def nbytes(self) -> int:
@@ -69,7 +109,7 @@ class StackInfo:
 
     def summary(self) -> str:
         """A few aligned lines for people (what ``str(info)`` gives)."""
-        colour = f"colour ({self.shape[-1]} channels)" if len(self.shape) == 4 else "gray"
+        colour = f"colour ({self.shape[-1]} channels)" if self.axes.endswith("s") else "gray"
         blocks = math.prod(len(c) for c in self.chunks)
         largest = tuple(max(c) for c in self.chunks)
         origin = {"tiff": "pages of one TIFF file", "zarr": "a Zarr store"}.get(
@@ -79,15 +119,34 @@ class StackInfo:
             f"source   {self.source} ({origin})",
             f"frames   {self.frames}",
             f"shape    {self.shape} {self.dtype}, {colour}",
+            f"axes     {self.metadata.summary() if self.metadata else self.axes}",
             f"size     {format_bytes(self.nbytes)}",
             f"chunks   {_count(blocks, 'chunk')} of up to {largest}",
         ]
+        if self.channel_names:
+            lines.append(f"channels {', '.join(self.channel_names)}")
         if self.bad_files:
             lines.append(f"skipped  {_count(len(self.bad_files), 'bad file')}:")
             lines += [f"  {os.path.basename(path)}: {why}" for path, why in self.bad_files]
         return "\n".join(lines)
 
     __str__ = summary
+
+    def as_dict(self) -> dict:
+        """The description as JSON-serialisable data (what ``inspect --json`` prints)."""
+        about = {
+            "source": self.source,
+            "kind": self.kind,
+            "frames": self.frames,
+            "shape": list(self.shape),
+            "dtype": str(self.dtype),
+            "bytes": self.nbytes,
+            "chunks": [list(c) for c in self.chunks],
+            "files": len(self.files),
+            "bad_files": [{"file": path, "error": why} for path, why in self.bad_files],
+        }
+        meta = self.metadata or Metadata(self.axes)
+        return about | meta.as_dict()
 
 
 def _count(n: int, word: str) -> str:

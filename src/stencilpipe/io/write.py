@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import replace
 from typing import Any
 
 import dask
@@ -23,6 +24,7 @@ from .atomic import new_run, remove_stale_temps, write_atomic
 from .errors import BadImageFile, TargetError
 from .formats import FrameWriter, scan_file, writer_for
 from .lock import Locks, live_run
+from .metadata import Metadata
 from .plan import PendingWrite, WriteReport, frame_blocks, select_blocks, to_numpy
 from .provenance import (
     DAMAGED,
@@ -37,6 +39,7 @@ from .provenance import (
 )
 from .stackinfo import StackInfo, frame_inputs, inputs_of, source_names
 from .targets import Target, check_directory, check_inputs, output_paths, parse_target
+from .tiffmeta import TiffTags
 from .zarrio import save_zarr
 
 __all__ = ["imsave", "plan_write"]
@@ -56,6 +59,8 @@ def imsave(
     names: Sequence[str] | None = None,
     provenance: Provenance | None = None,
     wait: bool = False,
+    metadata: Metadata | None = None,
+    levels: int = 1,
 ) -> WriteReport | Delayed:
     """Write the frames of ``array`` (its first axis) in parallel, atomically, resumably.
 
@@ -89,6 +94,14 @@ def imsave(
     wait : bool
         When another run holds the target's lock, wait for it to end instead of raising
         :class:`~stencilpipe.io.errors.OutputBusy`. ``compute=False`` takes no lock.
+    metadata : Metadata, optional
+        The axes of ``array`` with their physical sizes, units and channel names. By
+        default those of the stack :func:`~stencilpipe.io.imread` opened that ``array``
+        is computed from with the same shape, else ``(frames, y, x[, c])``. OME-Zarr
+        and OME-TIFF targets write them; file targets get one file per 2-D frame (the
+        axes before ``y`` flattened in order).
+    levels : int
+        For OME-Zarr, how many resolution levels to write (each halves y and x).
 
     Returns
     -------
@@ -122,7 +135,12 @@ def imsave(
     3
     """
     options: dict[str, Any] = dict(
-        overwrite=overwrite, compression=compression, names=names, provenance=provenance
+        overwrite=overwrite,
+        compression=compression,
+        names=names,
+        provenance=provenance,
+        metadata=metadata,
+        levels=levels,
     )
     if not compute:
         planned = plan_write(array, target, **options)
@@ -145,6 +163,8 @@ def plan_write(
     only: Collection[str] | None = None,
     provenance: Provenance | None = None,
     lock: LockOutput | None = None,
+    metadata: Metadata | None = None,
+    levels: int = 1,
 ) -> PendingWrite | Delayed:
     """Plan what :func:`imsave` writes: checks the target, keeps what is still right.
 
@@ -164,15 +184,13 @@ def plan_write(
     array = da.asarray(array)
     if array.ndim == 2:
         array = array[np.newaxis]
-    if array.ndim not in (3, 4):
-        raise TargetError(
-            f"cannot write an array of shape {array.shape}: expected (y, x), (frames, y, x) "
-            "or (frames, y, x, c)"
-        )
+    inputs = inputs_of(array)
+    metadata = _metadata(array, metadata, inputs)
     where = parse_target(target)
     check_directory(where)
-    inputs = inputs_of(array)
     provenance = provenance or Provenance.of({"array": array.name}, array.name)
+    if levels != 1 and not where.ome:
+        raise TargetError(f"levels={levels} applies to OME-Zarr targets (.ome.zarr) only")
     if where.zarr:
         check_inputs(where, [where.directory], inputs)
         run = lock(where.directory, where.given) if lock else new_run()
@@ -185,8 +203,51 @@ def plan_write(
             provenance=provenance.with_format(".zarr", compression),
             inputs=frame_inputs(inputs, array.shape[0]),
             run=run,
+            metadata=metadata,
+            levels=levels,
         )
-    return plan_files(array, where, names, overwrite, compression, inputs, only, provenance, lock)
+    frames = array.reshape((-1, *array.shape[metadata.axes.index("y") :]))
+    tags = _frame_tags(inputs, frames)
+    return plan_files(
+        frames, where, names, overwrite, compression, inputs, only, provenance, lock, tags
+    )
+
+
+#: The axes of an array without metadata, by its number of dimensions.
+_PLAIN_AXES = {3: "iyx", 4: "iyxs"}
+
+
+def _metadata(array: da.Array, given: Metadata | None, inputs: list[StackInfo]) -> Metadata:
+    """The axes of ``array``: ``given``, else those of the input stack it has the shape
+    of, else frames (and RGB samples)."""
+    if given is None:
+        same = [info.metadata for info in inputs if info.metadata and info.shape == array.shape]
+        given = same[0] if same else None
+    if given is None and array.ndim in _PLAIN_AXES:
+        given = Metadata(_PLAIN_AXES[array.ndim])
+    if given is None:
+        raise TargetError(
+            f"cannot write an array of shape {array.shape}: expected (y, x), (frames, y, x) "
+            "or (frames, y, x, c), or metadata= (stencilpipe.io.Metadata) naming its axes"
+        )
+    if len(given.axes) != array.ndim or not given.axes.endswith(("yx", "yxs")):
+        raise TargetError(
+            f"metadata axes {given.axes!r} do not fit an array of shape {array.shape} "
+            "(one letter per axis, ending in y, x)"
+        )
+    return given
+
+
+def _frame_tags(inputs: list[StackInfo], frames: da.Array) -> list[TiffTags | None] | None:
+    """Each frame's input TIFF tags, when the frames are those of one stack of files."""
+    if len(inputs) != 1 or inputs[0].kind != "files" or inputs[0].frames != frames.shape[0]:
+        return None
+    info = inputs[0]
+    if not any(info.file_tags):
+        return None
+    if info.dtype != frames.dtype:  # an ImageDescription no longer holds for another dtype
+        return [tags and replace(tags, description=None) for tags in info.file_tags]
+    return list(info.file_tags)
 
 
 def _decodes(path: str) -> bool:
@@ -208,8 +269,10 @@ def plan_files(
     only: Collection[str] | None,
     provenance: Provenance,
     lock: LockOutput | None,
+    tags: Sequence[TiffTags | None] | None = None,
 ) -> PendingWrite:
-    """Plan writing ``array`` one file per frame into ``target`` (see :func:`imsave`)."""
+    """Plan writing ``array`` one file per frame into ``target`` (see :func:`imsave`);
+    a TIFF frame keeps ``tags[i]``, its input's resolution tags and ImageDescription."""
     writer = writer_for(target.extension)
     writer.check(array.dtype, array.shape[1:], compression)
     frames = array.shape[0]
@@ -251,9 +314,9 @@ def plan_files(
     if not todo:
         return PendingWrite(target.given, None, (), frames, (), directory=target.directory)
 
-    plan = np.empty(frames, dtype=object)  # per frame: "" (kept), or (path, its inputs)
+    plan = np.empty(frames, dtype=object)  # per frame: "" (kept), or (path, inputs, tags)
     for i, (path, identity) in enumerate(zip(paths, identities, strict=True)):
-        plan[i] = "" if done[i] else (path, identity)
+        plan[i] = "" if done[i] else (path, identity, tags[i] if tags else None)
     sub = select_blocks(array, todo)
     plan = plan[np.concatenate([np.asarray(blocks[b]) for b in todo])]
     ready = dask.delayed(_prepare, pure=True)(target.directory, run)
@@ -315,9 +378,9 @@ def _write_frames(
     written = np.zeros(len(plan), np.int64)
     for i, entry in enumerate(plan):
         if entry:
-            path, inputs = entry
+            path, inputs, tags = entry
             encoded = io.BytesIO()  # encoded in memory: checksummed, then written in one go
-            writer.write(encoded, block[i], compression)
+            writer.write(encoded, block[i], compression, tags)
             data = encoded.getbuffer()
             written[i] = write_atomic(path, lambda fh, data=data: fh.write(data), run=run)
             directory, name = os.path.split(path)

@@ -12,8 +12,10 @@ frame blocks that miss a chunk or whose chunks' records or bytes do not hold.
 from __future__ import annotations
 
 import itertools
+import math
 import os
-from dataclasses import dataclass
+import string
+from dataclasses import dataclass, replace
 from typing import Any
 
 import dask
@@ -25,6 +27,8 @@ from dask.delayed import Delayed
 from ..errors import ImageStackError
 from .atomic import is_full
 from .errors import NoSpaceLeft, TargetError
+from .metadata import AXIS_KINDS, Metadata, canonical_order
+from .ngff import ngff_attributes, ngff_metadata
 from .plan import frame_blocks, lazy_report, select_blocks, to_numpy
 from .provenance import DAMAGED, KEPT, NEW, STALE, Provenance, judge, record_path, write_record
 
@@ -37,16 +41,18 @@ _CODECS = {
     "blosc": zarr.codecs.BloscCodec,
 }
 _LEVEL = "s0"
+#: The axes of a plain array, by its number of dimensions.
+_PLAIN = {2: "yx", 3: "iyx", 4: "iyxs"}
 #: The array attribute that records which write made the array.
 _RUN = "stencilpipe_run"
 
 
-def open_zarr(path: str) -> da.Array:
-    """A Zarr array, or an OME-Zarr image's first level, as ``(frames, y, x[, c])``.
+def open_zarr(path: str) -> tuple[da.Array, Metadata]:
+    """A Zarr array, or an OME-Zarr image's first level, as stored, and its metadata.
 
-    The channel axis is the one NGFF metadata types ``channel`` (or, for a plain array,
-    the last of four); it goes last, and is dropped when it has one channel. The axes
-    before ``y, x`` become the frames.
+    An OME-Zarr image's axes, scale and units come from its ``multiscales`` metadata, its
+    channel names from ``omero``; a plain array's axes from its dimension names when they
+    are axis letters, else it is ``(y, x)``, ``(frames, y, x)`` or ``(frames, y, x, c)``.
     """
     try:
         node = zarr.open(path, mode="r")
@@ -54,33 +60,35 @@ def open_zarr(path: str) -> da.Array:
         raise ImageStackError(f"{path}: not a readable Zarr store ({exc})") from None
     if isinstance(node, zarr.Group):
         attrs = node.attrs.asdict()
-        multiscales = attrs.get("ome", attrs).get("multiscales")
-        if not multiscales:
+        ome = attrs.get("ome", attrs)
+        if not ome.get("multiscales"):
             arrays = ", ".join(sorted(node.array_keys())) or "none"
             raise ImageStackError(
                 f"{path}: a Zarr group without OME-NGFF 'multiscales' metadata; open one of "
                 f"its arrays instead (arrays: {arrays})"
             )
-        image = multiscales[0]
+        image = ome["multiscales"][0]
         node = node[image["datasets"][0]["path"]]
-        kinds = [a.get("type") if isinstance(a, dict) else a for a in image.get("axes", [])]
-        channel = next((i for i, k in enumerate(kinds) if k in ("channel", "c")), None)
-    elif node.ndim <= 4:
-        channel = 3 if node.ndim == 4 else None
+        metadata = ngff_metadata(image, ome.get("omero"), node.ndim)
     else:
+        names = getattr(node.metadata, "dimension_names", None) or ()
+        if len(names) == node.ndim and all(n in AXIS_KINDS for n in names):
+            metadata = Metadata("".join(names))
+        elif node.ndim < 2:
+            raise ImageStackError(f"{path}: a {node.ndim}-d array holds no 2-D frames")
+        elif node.ndim in _PLAIN:
+            metadata = Metadata(_PLAIN[node.ndim])
+        else:
+            raise ImageStackError(
+                f"{path}: cannot tell frames from channels in a {node.ndim}-d array without "
+                "OME-NGFF axes (expected (y, x), (frames, y, x) or (frames, y, x, c))"
+            )
+    if not metadata.axes.endswith(("yx", "yxs")) or len(metadata.axes) != node.ndim:
         raise ImageStackError(
-            f"{path}: cannot tell frames from channels in a {node.ndim}-d array without "
-            "OME-NGFF axes (expected (y, x), (frames, y, x) or (frames, y, x, c))"
+            f"{path}: unsupported axes {metadata.axes!r} for an array of shape {node.shape} "
+            "(the last two must be y, x)"
         )
-    array = da.from_zarr(node)
-    if channel is not None:
-        array = da.moveaxis(array, channel, -1)
-        if array.shape[-1] == 1:
-            array, channel = array[..., 0], None
-    frame_ndim = 2 if channel is None else 3
-    if array.ndim < frame_ndim:
-        raise ImageStackError(f"{path}: a {array.ndim}-d array holds no 2-D frames")
-    return array.reshape((-1, *array.shape[array.ndim - frame_ndim :]))
+    return da.from_zarr(node), metadata
 
 
 @dataclass(frozen=True)
@@ -94,6 +102,13 @@ class _Layout:
     chunks: tuple[int, ...]
     axes: tuple[str, ...]
     compressors: Any
+    metadata: Metadata | None = None
+    levels: int = 1
+
+    @property
+    def about(self) -> Metadata:
+        """The axes with their scale, units and channel names."""
+        return self.metadata or Metadata("".join(self.axes))
 
     @property
     def location(self) -> str:
@@ -110,17 +125,40 @@ def save_zarr(
     provenance: Provenance,
     inputs: list[list[list]],
     run: str,
+    metadata: Metadata,
+    levels: int = 1,
 ) -> Delayed:
-    """Plan writing frames ``array`` into the Zarr store ``store``; a delayed WriteReport.
+    """Plan writing ``array`` into the Zarr store ``store``; a delayed WriteReport.
 
-    ``inputs`` is the identity of each frame's inputs, ``run`` the write's id.
+    ``inputs`` is the identity of the inputs of each step along the first axis, ``run``
+    the write's id, ``metadata`` the array's axes. An OME-Zarr image gets ``levels``
+    levels, each half the size of the one before in y and x (every other pixel, as
+    ome-zarr-py's default ``nearest`` scaler), its channels (RGB samples included) on a
+    ``c`` axis before the spatial ones, and its axes, scale, units and channel names as
+    NGFF 0.5 metadata.
     """
-    axes = ("t", "y", "x", "c")[: array.ndim]
-    if ome and array.ndim == 4:
-        array, axes = array.transpose(0, 3, 1, 2), ("t", "c", "y", "x")
+    if ome and metadata.axes.endswith("s"):
+        if "c" in metadata.axes:
+            raise TargetError(
+                f"cannot write axes {metadata.axes!r} as OME-Zarr: it has channels and RGB "
+                "samples, and NGFF has one channel axis"
+            )
+        order = canonical_order(metadata.axes.replace("s", "c"))
+        array = array.transpose(order)
+        metadata = replace(metadata, axes=metadata.axes.replace("s", "c")).transposed(order)
     array = array.rechunk(tuple(max(c) for c in array.chunks))  # zarr needs regular chunks
     chunks = tuple(c[0] for c in array.chunks)
-    layout = _Layout(store, ome, array.shape, array.dtype, chunks, axes, _compressors(compression))
+    layout = _Layout(
+        store,
+        ome,
+        array.shape,
+        array.dtype,
+        chunks,
+        tuple(metadata.axes),
+        _compressors(compression),
+        metadata,
+        levels,
+    )
     existing = None if overwrite else _open_array(layout.location)
     if existing is None and not overwrite and os.path.exists(store) and os.listdir(store):
         raise TargetError(
@@ -162,7 +200,7 @@ def save_zarr(
     identities = np.empty(len(frames), dtype=object)  # per frame: its block's inputs
     for i, frame in enumerate(frames):
         identities[i] = block_inputs[owner[frame]]
-    letters = "tabc"[: array.ndim]
+    letters = "t" + string.ascii_lowercase[: array.ndim - 1]  # "t": the frame blocks
     status = da.blockwise(
         _write_block,
         letters,
@@ -179,7 +217,63 @@ def save_zarr(
         dtype=np.int64,
         meta=np.empty((0,) * array.ndim, np.int64),
     )
-    return lazy_report(status, store, (store,), written, array.shape[0] - written, recomputed)
+    if levels > 1:  # the lower levels follow from the whole first: written again in full
+        # As one graph of plain delayed keys: a Dask array handed to a delayed function is
+        # computed in a subgraph of its own, which would run the creation task twice.
+        status = dask.delayed(_with_levels, pure=True)(
+            status.to_delayed(optimize_graph=False).ravel().tolist(),
+            [_write_level(array, layout, level, ready) for level in range(1, levels)],
+        )
+    planes = math.prod(array.shape[1 : metadata.axes.index("y")])
+    return lazy_report(
+        status,
+        store,
+        (store,),
+        written * planes,
+        (array.shape[0] - written) * planes,
+        tuple(n * planes for n in recomputed),
+    )
+
+
+def _with_levels(status: list[np.ndarray], levels: list) -> np.ndarray:
+    """The first level's status (bytes per block), once the lower levels are written."""
+    return np.concatenate([np.ravel(block) for block in status])
+
+
+def _level_location(layout: _Layout, level: int) -> str:
+    return os.path.join(layout.store, f"s{level}")
+
+
+def _write_level(array: da.Array, layout: _Layout, level: int, ready: Delayed) -> Delayed:
+    """Write level ``level`` (every ``2**level``-th pixel of ``array`` in y and x)."""
+    step = 2**level
+    lower = array[(..., slice(None, None, step), slice(None, None, step))]
+    lower = lower.rechunk(_level_chunks(layout, level))
+    return (
+        lower.map_blocks(
+            _put, location=_level_location(layout, level), ready=ready, dtype=lower.dtype
+        )
+        .to_delayed(optimize_graph=False)
+        .ravel()
+        .tolist()
+    )
+
+
+def _level_chunks(layout: _Layout, level: int) -> tuple[int, ...]:
+    step = 2**level
+    return (*layout.chunks[:-2], *(max(1, -(-c // step)) for c in layout.chunks[-2:]))
+
+
+def _level_shape(layout: _Layout, level: int) -> tuple[int, ...]:
+    step = 2**level
+    return (*layout.shape[:-2], *(-(-n // step) for n in layout.shape[-2:]))
+
+
+def _put(block: np.ndarray, *, location: str, ready: None, block_info: Any = None) -> np.ndarray:
+    """Write one block of a lower level where it belongs (its chunk, whole)."""
+    region = tuple(slice(*where) for where in block_info[0]["array-location"])
+    zarr.open_array(location, mode="r+")[region] = to_numpy(block)
+    return np.zeros((0,) * block.ndim, block.dtype)
 
 
 def _union(identities: Any) -> list[list]:
@@ -245,27 +339,25 @@ def _create(layout: _Layout, *, run: str, create: bool) -> None:
         zarr.create_array(layout.store, overwrite=True, zarr_format=3, **options)
         return
     group = zarr.open_group(layout.store, mode="w", zarr_format=3)
-    kinds = {"t": "time", "c": "channel", "y": "space", "x": "space"}
-    group.attrs["ome"] = {
-        "version": "0.5",
-        "multiscales": [
-            {
-                "name": os.path.basename(layout.store.rstrip("/" + os.sep)).removesuffix(
-                    ".ome.zarr"
-                ),
-                "axes": [{"name": a, "type": kinds[a]} for a in layout.axes],
-                "datasets": [
-                    {
-                        "path": _LEVEL,
-                        "coordinateTransformations": [
-                            {"type": "scale", "scale": [1.0] * len(layout.axes)}
-                        ],
-                    }
-                ],
-            }
-        ],
-    }
+    step = dict(zip(layout.axes, layout.about.scale, strict=True))
+    scales = [
+        [step[a] * (2**level if a in "yx" else 1) for a in layout.axes]
+        for level in range(layout.levels)
+    ]
+    name = os.path.basename(layout.store.rstrip("/" + os.sep)).removesuffix(".ome.zarr")
+    group.attrs["ome"] = ngff_attributes(
+        layout.about,
+        name,
+        [(f"s{level}", scale) for level, scale in enumerate(scales)],
+        layout.dtype,
+    )
     group.create_array(_LEVEL, **options)
+    for level in range(1, layout.levels):
+        group.create_array(
+            f"s{level}",
+            **(options | {"shape": _level_shape(layout, level),
+                          "chunks": _level_chunks(layout, level)}),
+        )  # fmt: skip
 
 
 def _compressors(compression: str | None) -> Any:
