@@ -23,6 +23,7 @@ __all__ = [
     "correlate_kernel",
     "correlate1d_kernel",
     "uniform1d_kernel",
+    "binary_kernel",
     "rank_kernel",
     "structured_kernel",
 ]
@@ -113,12 +114,15 @@ def uniform1d_kernel(size: int, origin: int, store: np.dtype) -> Stencil:
 
 
 @functools.lru_cache(maxsize=256)
-def rank_kernel(offsets: tuple[Offset, ...], rank: int, store: np.dtype, cast: bool) -> Stencil:
+def rank_kernel(
+    offsets: tuple[Offset, ...], rank: int, store: np.dtype | None, cast: bool
+) -> Stencil:
     """The ``rank``-th smallest value over ``offsets`` (0: minimum).
 
     Minimum and maximum are a chain of ``min``/``max``; other ranks a selection
     network. With ``cast`` the value is stored as scipy stores a double in
-    ``store``; without, it is returned as read (the output is the input's dtype).
+    ``store``; without, it is returned as read (the output is ``store``, or the
+    input's dtype for None).
     """
     reads = [_read(offset) for offset in offsets]
     if rank in (0, len(reads) - 1):
@@ -165,3 +169,11 @@ def structured_kernel(
         body.append(f"    v = np.float64({kind}({kind}({_read(offset)}) + {kind}({value!r})))")
         body.append(f"    t = v if v {compare} t else t")
     return _kernel("structured", body, store)
+
+
+@functools.lru_cache(maxsize=128)
+def binary_kernel(offsets: tuple[Offset, ...], every: bool) -> Stencil:
+    """1 (uint8) where every (erosion) or any (dilation) value at ``offsets`` is nonzero, else 0."""
+    test = (" and " if every else " or ").join(f"{_read(offset)} != 0" for offset in offsets)
+    source = f"def binary(x):\n    return 1 if {test} else 0\n"
+    return _from_source("binary", source, {}, dtype=np.uint8)

@@ -20,6 +20,7 @@ import numpy as np
 from ..ndfilters._apply import as_array, check_axes, normalize_sequence
 from ..ndfilters._order import expand
 from ..stencils.dask_apply import is_dask_array
+from ._grey import mirrored
 from ._iterate import Step, iterate
 
 __all__ = [
@@ -88,8 +89,7 @@ def _binary(image, structure, iterations, mask, border_value, origin, axes, outp
         raise RuntimeError("structure must not be empty")
     origins = normalize_sequence(origin, len(axes))
     if not erosion:  # scipy's dilation: erosion of the complement by the mirrored structure
-        structure = structure[(slice(None, None, -1),) * structure.ndim]
-        origins = [-o - (0 if n & 1 else 1) for o, n in zip(origins, structure.shape)]
+        structure, _, origins = mirrored(None, structure, None, origins, len(axes))
     structure, origins = expand(array, structure, origins, axes)
     step = Step(structure, origins, int(border_value != 0), minimum=erosion)
     values = (array != 0).astype(np.uint8)

@@ -27,7 +27,7 @@ from ..ndfilters._apply import (
 from ..ndfilters._kernels import structured_kernel
 from ..ndfilters._order import cast_cval, expand, min_or_max, offsets_of, warn_size_ignored
 
-__all__ = ["grey_closing", "grey_dilation", "grey_erosion", "grey_opening"]
+__all__ = ["grey_closing", "grey_dilation", "grey_erosion", "grey_opening", "mirrored"]
 
 
 def _structured(array, footprint, structure, output, mode, cval, origin, axes, minimum, name):
@@ -69,6 +69,25 @@ def _mirror(element: Any) -> Any:
         return None
     element = np.asarray(element)
     return element[(slice(None, None, -1),) * element.ndim]
+
+
+def mirrored(size, footprint, structure, origin, n_axes: int) -> tuple[Any, Any, list[int]]:
+    """The (footprint, structure, origins) that scipy's dilation takes the maximum over: the
+    element mirrored, its origin negated (and moved back one along even extents)."""
+    structure, footprint = _mirror(structure), _mirror(footprint)
+    for element in (footprint, structure):
+        if element is not None and element.ndim != n_axes:  # scipy: an IndexError
+            raise RuntimeError(f"footprint.ndim ({element.ndim}) must match len(axes) ({n_axes})")
+    origins = []
+    for ii, o in enumerate(normalize_sequence(origin, n_axes)):
+        if footprint is not None:
+            extent = footprint.shape[ii]
+        elif structure is not None:
+            extent = structure.shape[ii]
+        else:
+            extent = size if np.isscalar(size) else size[ii]
+        origins.append(-o - (0 if extent & 1 else 1))
+    return footprint, structure, origins
 
 
 def grey_erosion(
@@ -136,20 +155,8 @@ def grey_dilation(
     """
     if size is None and footprint is None and structure is None:
         raise ValueError("size, footprint, or structure must be specified")
-    structure, footprint = _mirror(structure), _mirror(footprint)
     n_axes = len(check_axes(axes, as_array(input).ndim))
-    for element in (footprint, structure):
-        if element is not None and element.ndim != n_axes:  # scipy: an IndexError
-            raise RuntimeError(f"footprint.ndim ({element.ndim}) must match len(axes) ({n_axes})")
-    origins = []
-    for ii, o in enumerate(normalize_sequence(origin, n_axes)):
-        if footprint is not None:
-            extent = footprint.shape[ii]
-        elif structure is not None:
-            extent = structure.shape[ii]
-        else:
-            extent = size if np.isscalar(size) else size[ii]
-        origins.append(-o - (0 if extent & 1 else 1))
+    footprint, structure, origins = mirrored(size, footprint, structure, origin, n_axes)
     return _grey(
         input, size, footprint, structure, output, mode, cval, origins, axes, False, "grey_dilation"
     )

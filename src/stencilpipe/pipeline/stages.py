@@ -1,15 +1,17 @@
-"""Build the stencils a config names: library filters by name, users' kernels by import path."""
+"""Build the stencils a config names: library filters and morphology
+(:data:`stencilpipe.ndmorph.STAGES`) by name, users' kernels by import path."""
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .. import library
+from .. import library, ndmorph
 from ..errors import ConfigError, StencilpipeError
 from ..stencils import Chain, Stencil, chain, stencil
 from .config import PipelineConfig
@@ -82,7 +84,8 @@ def load_user_stencil(reference: str, base_dir: Path) -> Stencil:
     raise ConfigError(f"{reference!r} is a {type(kernel).__name__}, not a stencil")
 
 
-def _build_stage(name: str, params: Any, config: PipelineConfig) -> Stencil:
+def _build_stage(name: str, params: Any, config: PipelineConfig) -> Stencil | tuple[Stencil, ...]:
+    """The stencil (or, for morphology, the stencils in order) of one stage."""
     if name == "stencil":
         reference = params if isinstance(params, str) else params["path"]
         options = (
@@ -93,8 +96,10 @@ def _build_stage(name: str, params: Any, config: PipelineConfig) -> Stencil:
             boundary=options.get("boundary", config.boundary),
             **({"cval": options["cval"]} if "cval" in options else {}),
         )
-    params = {"boundary": config.boundary, **params}
-    return library.FILTERS[name](**params)
+    factory = library.FILTERS.get(name) or ndmorph.STAGES[name]
+    if any(p.kind is p.VAR_KEYWORD for p in inspect.signature(factory).parameters.values()):
+        params = {"boundary": config.boundary, **params}  # stages that take the boundary options
+    return factory(**params)
 
 
 def build_chain(config: PipelineConfig) -> Chain:
@@ -108,7 +113,8 @@ def build_chain(config: PipelineConfig) -> Chain:
     stencils = []
     for index, (name, params) in enumerate(config.stage_specs()):
         try:
-            stencils.append(_build_stage(name, params, config))
+            made = _build_stage(name, params, config)
+            stencils.extend(made if isinstance(made, tuple) else [made])
         except (StencilpipeError, ValueError, TypeError) as exc:
             raise ConfigError(f"stages.{index}.{name}: {exc}") from None
     try:
