@@ -226,7 +226,8 @@ def _open(
         stored_shape = (len(frames), *header.frame_shape)
     else:
         metadata = header.metadata or Metadata("i" + frame_axes)
-        stored_shape = (*(header.lead or (len(frames),)), *header.frame_shape)
+        lead = header.lead if header.metadata else (len(frames),)
+        stored_shape = (*lead, *header.frame_shape)
     plan = arrange(metadata, stored_shape)
     lead = len(plan.shape) - len(header.frame_shape)
     frames = plan.apply_lead(frames.reshape(stored_shape[: len(stored_shape) - len(frame_axes)]))
