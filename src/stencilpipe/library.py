@@ -90,7 +90,72 @@ def mean(size: int | Sequence[int] = 3, *, ndim: int = 2, **options: Any) -> Ste
         {_along(d, o, ndim): 1.0 for o in range(first, last + 1)}
         for d, (first, last) in enumerate(window)
     ]
-    return _separable("mean", source, sums, options, divisor=count, narrow=_exact_in_float32(count))
+    whole = _separable(
+        "mean", source, sums, options, divisor=count, narrow=_exact_in_float32(count)
+    )
+    if whole.passes is not None and count % 2:
+        sizes = [last - first + 1 for first, last in window]
+        for dtype in _SMALL_INTEGERS:
+            exact = _integer_mean_passes(sums, sizes, dtype)
+            if exact is not None:
+                whole.passes[dtype] = exact
+    return whole
+
+
+#: Integer inputs whose means may sum in uint16/uint32 (:func:`_integer_mean_passes`).
+_SMALL_INTEGERS = tuple(np.dtype(t) for t in ("uint8", "uint16"))
+
+
+def _integer_mean_passes(
+    passes: list[dict[tuple[int, ...], float]], sizes: list[int], dtype: np.dtype
+) -> tuple[Stencil, ...] | None:
+    """The 1-D passes of an odd-count mean of unsigned ``dtype`` in exact integer arithmetic.
+
+    Each pass adds its axis's values in the narrowest of uint16/uint32 that holds every
+    partial sum (``prod(sizes so far) * max(dtype)``) and passes that type on; the last
+    one divides with rounding: for an odd ``count`` no mean is a tie, so ``rint(s / count)``
+    is ``(s + count // 2) // count``. Exactly the float64 kernel's result
+    (:func:`_divided_by` rounds exactly), with 2-4x the SIMD lanes of float32, half its
+    scratch bytes, and a division by a constant that LLVM turns into a multiplication.
+    None when a sum needs more than uint32.
+    """
+    largest = int(np.iinfo(dtype).max)
+    count = math.prod(sizes)
+    types = []
+    for d in range(len(sizes)):
+        bound = math.prod(sizes[: d + 1]) * largest + (count // 2 if d == len(sizes) - 1 else 0)
+        fits = [t for t in ("uint16", "uint32") if bound <= np.iinfo(t).max]
+        if not fits:
+            return None
+        types.append(fits[0])
+    steps = []
+    for d, (terms, kind) in enumerate(zip(passes, types)):
+        step = f"mean_pass{d}_{kind}"
+        body = _weighted_sum(step, terms, kind)
+        if d == len(passes) - 1:
+            multiplier, shift = _reciprocal(count, bound)
+            if multiplier >= 1 << 32:
+                return None
+            rounded = (
+                f"np.{kind}((np.uint64(total + np.{kind}({count // 2})) * np.uint64({multiplier}))"
+                f" >> np.uint64({shift}))"
+            )
+            body = body.replace("    return total\n", f"    return {rounded}\n")
+        steps.append(_from_source(step, body, {}, dtype=np.dtype(kind)))
+    return tuple(steps)
+
+
+def _reciprocal(divisor: int, bound: int) -> tuple[int, int]:
+    """``(m, s)`` with ``(n * m) >> s == n // divisor`` for every ``0 <= n <= bound``.
+
+    Granlund and Montgomery (1994), theorem 4.2: with ``N`` the bits of ``bound``,
+    ``l = ceil(log2(divisor))`` and ``m = ceil(2**(N + l) / divisor)``, ``m * divisor``
+    exceeds ``2**(N + l)`` by less than ``2**l``, which makes the quotient exact. Where
+    ``m`` fits 32 bits (the caller checks), ``n * m`` is one packed 32x32->64-bit
+    multiplication (LLVM does not vectorise a division by a 32-bit constant).
+    """
+    shift = bound.bit_length() + (divisor - 1).bit_length()
+    return -(-(1 << shift) // divisor), shift
 
 
 def _divided_by(count: int) -> str:
@@ -228,6 +293,11 @@ def _weighted_sum(
 
         def term(w: float, read: str) -> str:
             return f"{w!r} * {read}"
+    elif np.dtype(float_type).kind == "u":  # unit weights (a mean's sums), kept in the type
+        start = f"np.{float_type}(0)"
+
+        def term(w: float, read: str) -> str:
+            return f"np.{float_type}({read})"
     else:
         start = f"np.{float_type}(0.0)"
 
@@ -236,7 +306,14 @@ def _weighted_sum(
             return value if w == 1 else f"np.{float_type}({w!r}) * {value}"
 
     reads = {offset: "x[" + ", ".join(map(str, offset)) + "]" for offset in terms}
-    lines = [f"    total += {term(w, reads[offset])}" for offset, w in terms.items() if w]
+    if np.dtype(float_type).kind == "u":  # Numba would widen ``total += ...`` to int64
+        lines = [
+            f"    total = np.{float_type}(total + {term(w, reads[offset])})"
+            for offset, w in terms.items()
+            if w
+        ]
+    else:
+        lines = [f"    total += {term(w, reads[offset])}" for offset, w in terms.items() if w]
     return f"def {name}(x):\n    total = {start}\n" + "\n".join(lines) + "\n    return total\n"
 
 

@@ -5,6 +5,7 @@ import re
 
 import numpy as np
 import pytest
+from scipy import ndimage as ndi
 
 import stencilpipe as sp
 from oracle import kernel_by_loop
@@ -131,3 +132,36 @@ def test_uint8_sobel_adds_packed_16_bit_words(fresh_cache):
         return (x[1, -1] + 2 * x[1, 0] + x[1, 1]) - (x[-1, -1] + 2 * x[-1, 0] + x[-1, 1])
 
     assert packed(sobel_words_test, np.uint8, "paddw")
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+def test_integer_means_round_exactly_like_float64(dtype):
+    """Odd-count means of unsigned inputs sum in uint16/uint32 passes and divide by a
+    multiplication: the result is scipy's float64 mean rounded (half to even), at the
+    dtype's extremes, and the 2-D float64 kernel's (what the GPU runs)."""
+    top = int(np.iinfo(dtype).max)
+    frames = extreme_frames(dtype, seed=2)
+    frames[4] = top - 1  # sums just below the multiples of the count
+    frames[4, ::3, ::2] = top
+    for size in (3, (3, 5), (1, 7), 9):
+        mean = sp.library.mean(size)
+        assert mean.passes[np.dtype(dtype)][0].dtype.kind == "u"
+        got = mean(frames)
+        want = np.stack([ndi.uniform_filter(f.astype(np.float64), size) for f in frames])
+        np.testing.assert_array_equal(got, np.rint(want).astype(dtype))
+        full = mean.with_options()
+        full.passes = None
+        np.testing.assert_array_equal(got, full(frames))
+
+
+@pytest.mark.parametrize("divisor", [1, 3, 5, 9, 15, 25, 49, 81, 121, 225, 961])
+def test_the_reciprocal_divides_exactly_over_the_whole_range(divisor):
+    """library._reciprocal: (n * m) >> s == n // divisor for every n the mean can sum
+    (uint8 and 3x3 or 15x15 windows) and near the largest bound it is used for."""
+    from stencilpipe.library import _reciprocal
+
+    for bound in (255 * divisor + divisor // 2, 65535 * divisor + divisor // 2):
+        multiplier, shift = _reciprocal(divisor, bound)
+        assert multiplier < 2**32 and bound < 2**32
+        n = np.arange(max(0, bound - 2_000_000), bound + 1, dtype=np.uint64)
+        np.testing.assert_array_equal((n * np.uint64(multiplier)) >> np.uint64(shift), n // divisor)
