@@ -19,7 +19,7 @@ from dask.utils import format_bytes
 from .metadata import Metadata
 from .tiffmeta import TiffTags
 
-__all__ = ["StackInfo", "frame_inputs", "inputs_of", "register", "source_names"]
+__all__ = ["StackInfo", "all_inputs", "frame_inputs", "inputs_of", "register", "source_names"]
 
 
 @dataclass(frozen=True)
@@ -174,8 +174,12 @@ def frame_inputs(infos: list[StackInfo], frames: int) -> list[list[list]]:
     """
     if len(infos) == 1 and infos[0].kind == "files" and infos[0].frames == frames:
         return [[[path, *stamp]] for path, stamp in zip(infos[0].files, infos[0].stamps)]
-    every = [[path, *stamp] for info in infos for path, stamp in zip(info.files, info.stamps)]
-    return [every] * frames
+    return [all_inputs(infos)] * frames
+
+
+def all_inputs(infos: list[StackInfo]) -> list[list]:
+    """The identity ``[[path, size, mtime_ns], ...]`` of every input file of ``infos``."""
+    return [[path, *stamp] for info in infos for path, stamp in zip(info.files, info.stamps)]
 
 
 def source_names(array: da.Array) -> list[str] | None:

@@ -14,17 +14,20 @@ from .stackinfo import StackInfo
 __all__ = ["Target", "check_directory", "check_inputs", "output_paths", "parse_target"]
 
 _DEFAULT_PATTERN = "*.tif"
+_OME_TIFF = (".ome.tif", ".ome.tiff")
 
 
 @dataclass(frozen=True)
 class Target:
-    """A parsed target: a Zarr store, or a directory and a file-name pattern."""
+    """A parsed target: a Zarr store, one OME-TIFF file (``pattern`` its name), or a
+    directory and a file-name pattern."""
 
     given: str
     directory: str
     pattern: str
     zarr: bool
     ome: bool
+    ome_tiff: bool = False
 
     def __post_init__(self) -> None:
         # Absolute: the tasks that write may run in workers started in another directory.
@@ -37,7 +40,8 @@ class Target:
 
 
 def parse_target(target: str | os.PathLike[str]) -> Target:
-    """Parse ``"out/"``, ``"out/*.png"``, ``"out/f_{:05d}.tif"`` or ``"out.ome.zarr"``.
+    """Parse ``"out/"``, ``"out/*.png"``, ``"out/f_{:05d}.tif"``, ``"out.ome.zarr"`` or
+    ``"out.ome.tif"`` (one multi-page OME-TIFF file).
 
     Examples
     --------
@@ -57,6 +61,8 @@ def parse_target(target: str | os.PathLike[str]) -> Target:
     if path.endswith(".zarr"):
         return Target(given, path, "", True, path.endswith(".ome.zarr"))
     folder, name = os.path.split(path)
+    if name.lower().endswith(_OME_TIFF):
+        return Target(given, folder or ".", name, False, True, ome_tiff=True)
     is_pattern = any(c in name for c in "*{") or bool(os.path.splitext(name)[1])
     if given.endswith(("/", os.sep)) or os.path.isdir(path) or not is_pattern:
         return Target(given, path, _DEFAULT_PATTERN, False, False)

@@ -25,6 +25,7 @@ from .errors import BadImageFile, TargetError
 from .formats import FrameWriter, scan_file, writer_for
 from .lock import Locks, live_run
 from .metadata import Metadata
+from .ometiff import save_ome_tiff
 from .plan import PendingWrite, WriteReport, frame_blocks, select_blocks, to_numpy
 from .provenance import (
     DAMAGED,
@@ -37,7 +38,7 @@ from .provenance import (
     records_dir,
     write_record,
 )
-from .stackinfo import StackInfo, frame_inputs, inputs_of, source_names
+from .stackinfo import StackInfo, all_inputs, frame_inputs, inputs_of, source_names
 from .targets import Target, check_directory, check_inputs, output_paths, parse_target
 from .tiffmeta import TiffTags
 from .zarrio import save_zarr
@@ -189,7 +190,7 @@ def plan_write(
     where = parse_target(target)
     check_directory(where)
     provenance = provenance or Provenance.of({"array": array.name}, array.name)
-    if levels != 1 and not where.ome:
+    if levels != 1 and not (where.zarr and where.ome):
         raise TargetError(f"levels={levels} applies to OME-Zarr targets (.ome.zarr) only")
     if where.zarr:
         check_inputs(where, [where.directory], inputs)
@@ -205,6 +206,20 @@ def plan_write(
             run=run,
             metadata=metadata,
             levels=levels,
+        )
+    if where.ome_tiff:
+        path = os.path.join(where.directory, where.pattern)
+        check_inputs(where, [path], inputs)
+        run = lock(where.directory, where.given) if lock else new_run()
+        return save_ome_tiff(
+            array,
+            path,
+            metadata=metadata,
+            overwrite=overwrite,
+            compression=compression,
+            provenance=provenance,
+            inputs=all_inputs(inputs),
+            run=run,
         )
     frames = array.reshape((-1, *array.shape[metadata.axes.index("y") :]))
     tags = _frame_tags(inputs, frames)
