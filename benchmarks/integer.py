@@ -119,16 +119,16 @@ def filter_table(frames: int, rounds: int, rng: np.random.Generator) -> None:
         header = ["filter", "sp ms", "cv2 ms", "scipy ms", "sp f32 ms", "sp/cv2", "sp/f32"]
         print(_row(header) + "\n" + _row(["---"] * len(header)))
         copy_out = np.empty_like(data)
-        copy = medians({"copy": lambda: np.copyto(copy_out, data)}, rounds)["copy"]
+        copy = medians({"copy": lambda x=data, o=copy_out: np.copyto(o, x)}, rounds)["copy"]
         for name, (ours, opencv, scipy) in filters(np.dtype(dtype)).items():
             out, out32 = np.empty_like(data), np.empty_like(floats)
             candidates = {
-                "sp": lambda s=ours: s(data, out=out),
-                "cv2": lambda c=opencv: _per_frame(c)(data),
-                "f32": lambda s=ours: s(floats, out=out32),
+                "sp": lambda s=ours, x=data, o=out: s(x, out=o),
+                "cv2": lambda c=opencv, x=data: _per_frame(c)(x),
+                "f32": lambda s=ours, o=out32: s(floats, out=o),
             }
             if frames == 1:
-                candidates["scipy"] = lambda c=scipy: c(data)
+                candidates["scipy"] = lambda c=scipy, x=data: c(x)
             t = medians(candidates, rounds)
             scipy_ms = f"{t['scipy'] * 1e3:.2f}" if "scipy" in t else "-"
             print(
@@ -167,9 +167,9 @@ def chain_table(frames: int, rounds: int, rng: np.random.Generator) -> None:
         copy_out = np.empty_like(data)
         t = medians(
             {
-                "sp": lambda: fused(data),
-                "cv2": lambda: _per_frame(opencv)(data),
-                "copy": lambda: np.copyto(copy_out, data),
+                "sp": lambda x=data: fused(x),
+                "cv2": lambda x=data: _per_frame(opencv)(x),
+                "copy": lambda x=data, o=copy_out: np.copyto(o, x),
             },
             rounds,
         )
@@ -247,7 +247,7 @@ def large_table(rounds: int, rng: np.random.Generator) -> None:
         start = time.perf_counter()
         ours(frame[:64, :64])
         compiled = time.perf_counter() - start
-        t = medians({"sp": lambda s=ours: s(frame, out=out), "cv2": opencv}, rounds)
+        t = medians({"sp": lambda s=ours, o=out: s(frame, out=o), "cv2": opencv}, rounds)
         print(
             _row(
                 [
