@@ -31,7 +31,7 @@ from .dtypes import check_dtype, result_dtype
 from .gufunc import check_shapes, fill_values
 
 if TYPE_CHECKING:
-    from .stencil import Stencil
+    from .kernel import Kernel
 
 __all__ = ["apply_cuda", "is_device_array", "transposed"]
 
@@ -203,7 +203,7 @@ def _stream(arrays: list[Any]) -> Any:
     return cuda.external_stream(pointer)
 
 
-def _apply_passes(stencil: Stencil, passes: tuple, array: Any, out: Any, cval: Any) -> Any:
+def _apply_passes(stencil: Kernel, passes: tuple, array: Any, out: Any, cval: Any) -> Any:
     """``stencil`` as its 1-D ``passes`` under ``constant``, each padding its input with
     ``cval`` (scipy's sobel), intermediates on the device; only the last writes ``out``."""
     view = _device_view(array, f"{stencil.name}: input 0")
@@ -219,14 +219,14 @@ def _apply_passes(stencil: Stencil, passes: tuple, array: Any, out: Any, cval: A
 
 
 def apply_cuda(
-    stencil: Stencil, arrays: list[Any], scalars: list[Any], *, out: Any, mode: str, cval: Any
+    stencil: Kernel, arrays: list[Any], scalars: list[Any], *, out: Any, mode: str, cval: Any
 ) -> Any:
     """Run ``stencil`` on device arrays; see :func:`stencilpipe.stencil` for the semantics.
 
     Parameters
     ----------
-    stencil : Stencil
-        The stencil.
+    stencil : Kernel
+        The stencil (:class:`.kernel.Kernel`).
     arrays : list
         Its array arguments, all in GPU memory.
     scalars : list

@@ -25,7 +25,7 @@ from .gufunc import check_shapes, fill_values
 from .threads import single_threaded
 
 if TYPE_CHECKING:
-    from .stencil import Stencil
+    from .kernel import Kernel
 
 __all__ = ["apply_dask", "is_dask_array", "overlap_depth"]
 
@@ -115,7 +115,7 @@ def map_stencil_blocks(
 class _BlockStencil:
     """Picklable ``blocks -> block`` function: the stencil with its call options bound."""
 
-    def __init__(self, stencil: Stencil, scalars: list[Any], mode: str, cval: Any, dtype: np.dtype):
+    def __init__(self, stencil: Kernel, scalars: list[Any], mode: str, cval: Any, dtype: np.dtype):
         self.stencil = stencil.with_options(dtype=dtype)
         self.scalars = scalars
         self.mode = mode
@@ -138,7 +138,7 @@ class _BlockStencil:
 
 
 def apply_dask(
-    stencil: Stencil, arrays: list[Any], scalars: list[Any], *, mode: str, cval: Any
+    stencil: Kernel, arrays: list[Any], scalars: list[Any], *, mode: str, cval: Any
 ) -> da.Array:
     """Lazy result of ``stencil`` on Dask (or mixed Dask/NumPy) arrays."""
     arrays = [a if is_dask_array(a) else da.asarray(a) for a in arrays]

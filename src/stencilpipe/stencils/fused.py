@@ -31,7 +31,7 @@ from .codegen_cpu import work_rows
 from .threads import run_rows, threads_here
 
 if TYPE_CHECKING:
-    from .stencil import CompiledKernel
+    from .kernel import RowKernel
 
 __all__ = ["Pass", "run_passes", "strip_rows"]
 
@@ -50,8 +50,8 @@ class Pass:
 
     Attributes
     ----------
-    kernel : CompiledKernel
-        The compiled CPU kernel ``apply(x, out, cval, start, stop)``.
+    kernel : RowKernel
+        The compiled CPU kernel, run as ``kernel.run(x, out, cval, start=, stop=)``.
     halo : tuple of (int, int)
         Rows it reads before and after each output row (first core axis).
     out_dtype : numpy.dtype
@@ -60,7 +60,7 @@ class Pass:
         Its constant-mode fill value, widened for its input's dtype.
     """
 
-    kernel: CompiledKernel
+    kernel: RowKernel
     halo: tuple[int, int]
     out_dtype: np.dtype
     cval: Any

@@ -13,7 +13,7 @@ from .dtypes import check_dtype, result_dtype, wide_type_name
 from .fused import run_passes
 
 if TYPE_CHECKING:
-    from .stencil import Stencil
+    from .kernel import Kernel
 
 __all__ = ["apply_numpy", "check_out", "check_shapes", "fill_values", "overlaps"]
 
@@ -80,7 +80,7 @@ def check_out(name: str, out: Any, shape: tuple[int, ...]) -> np.dtype:
     return check_dtype(out.dtype, f"{name}: out=")
 
 
-def check_shapes(stencil: Stencil, arrays: list[Any]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def check_shapes(stencil: Kernel, arrays: list[Any]) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """``(batch shape, core shape)`` of the inputs, or a :class:`KernelError` on a mismatch."""
     core = stencil.ndim
     for position, array in enumerate(arrays):
@@ -107,7 +107,7 @@ def check_shapes(stencil: Stencil, arrays: list[Any]) -> tuple[tuple[int, ...], 
 
 
 def apply_numpy(
-    stencil: Stencil, arrays: list[Any], scalars: list[Any], *, out: Any, mode: str, cval: Any
+    stencil: Kernel, arrays: list[Any], scalars: list[Any], *, out: Any, mode: str, cval: Any
 ) -> np.ndarray:
     """Run ``stencil`` on NumPy arrays; see :func:`stencilpipe.stencil` for the semantics."""
     arrays = [np.asarray(a) for a in arrays]
@@ -133,8 +133,11 @@ def apply_numpy(
         if writes_through
         else np.empty(out.shape, out.dtype).reshape(flat_shape)
     )
-    passes = stencil.strip_passes(in_dtypes[0], out.dtype, mode, cval) if stencil.passes else []
-    if len(passes) > 1 and target.ndim > 2:  # a separable filter, as 1-D passes over strips
+    kernels = stencil.pass_kernels(in_dtypes[0], mode) if stencil.passes else (stencil,)
+    # Passes over row strips: a separable filter's 1-D passes (not on 1-D frames, which
+    # have no rows to cut), or a window filter (:mod:`.windows`).
+    if kernels != (stencil,) and (len(kernels) == 1 or target.ndim > 2):
+        passes = stencil.strip_passes(in_dtypes[0], out.dtype, mode, cval)
         run_passes(passes, np.ascontiguousarray(flat_inputs[0]), target)
     else:
         apply = stencil.compiled(tuple(in_dtypes), out.dtype, mode)

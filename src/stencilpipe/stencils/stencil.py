@@ -26,12 +26,12 @@ from .boundary import validate_mode
 from .channels import AUTO, per_channel, resolve_channel_axis
 from .codegen_cpu import cpu_module_source
 from .compile_lock import compile_lock
-from .cuda_apply import apply_cuda, is_device_array
-from .dask_apply import apply_dask, is_dask_array
+from .dispatch import backend_for
 from .dtypes import check_dtype
 from .foreign import is_foreign, like, to_native
 from .fused import Pass
-from .gufunc import apply_numpy, fill_values
+from .gufunc import fill_values
+from .kernel import PassKernel
 from .modules import load_module
 from .rewrite import resolve_free_names
 from .threads import run_rows
@@ -68,7 +68,9 @@ class Stencil:
         nearest (see :meth:`strip_passes`): a tuple of stencils per input dtype that has
         passes of its own, and under the key None for the others; under the key
         ``'constant'``, the passes of constant mode, each padding with ``cval`` as scipy
-        does (sobel). None for other stencils.
+        does (sobel), and which the GPU runs too; under the key ``'cpu'``, passes the
+        CPU runs under every mode but ``wrap`` (:mod:`.windows`: big minima, maxima and
+        medians). Each pass is a :class:`.kernel.PassKernel`. None for other stencils.
     """
 
     def __init__(
@@ -260,15 +262,12 @@ class Stencil:
             return per_channel(run, arrays, out, axis, self.ndim, self.name)
         mode = self.boundary if boundary is None else validate_mode(boundary)
         fill = self.cval if cval is None else cval
-        if any(is_dask_array(a) for a in arrays):
-            if out is not None:
-                raise TypeError(
-                    f"{self.name}: out= is not supported for dask arrays (results are lazy)"
-                )
-            return apply_dask(self, arrays, scalars, mode=mode, cval=fill)
-        if any(is_device_array(a) for a in arrays):
-            return apply_cuda(self, arrays, scalars, out=out, mode=mode, cval=fill)
-        return apply_numpy(self, arrays, scalars, out=out, mode=mode, cval=fill)
+        backend = backend_for(arrays)
+        if backend.lazy and out is not None:
+            raise TypeError(
+                f"{self.name}: out= is not supported for {backend.name} arrays (results are lazy)"
+            )
+        return backend.apply(self, arrays, scalars, out=out, mode=mode, cval=fill)
 
     def _bind(self, args: tuple[Any, ...]) -> tuple[list[Any], list[Any]]:
         info = self.info
@@ -336,6 +335,18 @@ class Stencil:
         self._compiled[key] = kernel
         return kernel
 
+    def pass_kernels(self, in_dtype: np.dtype, mode: str) -> tuple[PassKernel, ...]:
+        """The kernels the CPU runs, one after another, for input ``in_dtype`` under ``mode``:
+        ``(self,)`` or those of :attr:`passes` (see :meth:`strip_passes`)."""
+        passes = self.passes or {}
+        if mode == "wrap":  # reads the far end of the frame: no strips
+            return (self,)
+        if "cpu" in passes:
+            return passes["cpu"]
+        if mode == "constant":
+            return passes.get("constant", (self,))
+        return passes.get(in_dtype) or passes.get(None) or (self,)
+
     def strip_passes(
         self, in_dtype: np.dtype, out_dtype: np.dtype, mode: str, cval: Any
     ) -> list[Pass]:
@@ -346,16 +357,14 @@ class Stencil:
         pass along one axis are then those of the whole filter. Under ``constant`` it
         gives the passes of ``passes['constant']`` where it has them (each pass pads
         with ``cval``, as scipy's sobel does), else one pass; under ``wrap``, or when the
-        stencil reads several arrays or scalars, it is one pass.
+        stencil reads several arrays or scalars, it is one pass. ``passes['cpu']``, where
+        a stencil has them, are run under every mode but ``wrap`` (the window filters
+        of :mod:`.windows`).
         """
-        kernels: tuple[Stencil, ...] = (self,)
-        if self.passes and mode == "constant":
-            kernels = self.passes.get("constant", kernels)
-        elif self.passes and mode != "wrap":
-            kernels = self.passes.get(in_dtype) or self.passes[None]
+        kernels = self.pass_kernels(in_dtype, mode)
         passes, dtype = [], in_dtype
         for k, kernel in enumerate(kernels):
-            next_dtype = out_dtype if k == len(kernels) - 1 else kernel.dtype
+            next_dtype = out_dtype if k == len(kernels) - 1 else (kernel.dtype or dtype)
             (fill,) = fill_values(cval, [dtype], self.name)
             compiled = kernel.compiled((dtype,), next_dtype, mode)
             passes.append(Pass(compiled, kernel.halo[0], next_dtype, fill))

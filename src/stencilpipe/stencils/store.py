@@ -13,7 +13,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-__all__ = ["round_if_float", "saturate", "store_function"]
+__all__ = ["round_if_float", "saturate", "store_as", "store_function"]
 
 
 def round_if_float(value):
@@ -74,6 +74,21 @@ def _saturate(value, to):
         return lambda value, to: to(min(max(np.int64(value), lo), hi))
     top_unsigned = np.uint64(hi)
     return lambda value, to: to(hi) if np.uint64(value) > top_unsigned else to(value)
+
+
+def store_as(value, to):
+    """``value`` stored as NumPy type ``to``: saturated (:func:`saturate`) for an integer
+    type, cast for a float or bool one."""
+    if np.dtype(to).kind in "iu":
+        return saturate(value, to)
+    return to(value)
+
+
+@overload(store_as, target="generic")
+def _store_as(value, to):
+    if isinstance(to.instance_type, types.Integer):
+        return lambda value, to: saturate(value, to)
+    return lambda value, to: to(value)
 
 
 def store_function(out_dtype: np.dtype) -> str:

@@ -1,0 +1,332 @@
+"""The loops of the window filters (:mod:`.windows`): order statistics over box windows.
+
+Their cost grows slowly with the window, where a per-point kernel's grows with its
+area: a minimum or maximum is one pass per axis of van Herk/Gil-Werman (three
+comparisons per element whatever the window's length); a rank (the median) slides a
+histogram along each line for 8-bit data, as OpenCV's ``medianBlur`` does (2 updates
+per window row and step), and selects from the window's values for other dtypes
+(quickselect, linear in the window's area). None of them is specialised on the
+window's size, so each compiles once per dtype, in about a second.
+
+:mod:`.windows` loads this file as a generated module (:func:`.modules.load_module`),
+so Numba's disk cache of it lives, and is locked, with the kernels' own.
+
+Every loop computes a range ``[first, last)`` of the rows the other kernels compute
+(:func:`.codegen_cpu.work_rows`) and reads indices outside its view folded by the
+boundary mode, or ``cval`` under ``constant``: the contract of a pass of
+:func:`.fused.run_passes`.
+"""
+
+import numba
+import numpy as np
+
+from stencilpipe.stencils import boundary
+from stencilpipe.stencils.store import store_as
+
+_SP_CACHE = True
+jit = numba.njit(cache=_SP_CACHE, nogil=True)
+inline = numba.njit(cache=_SP_CACHE, inline="always")
+
+#: Boundary modes as the loops take them (:data:`.windows.MODE_CODES`).
+REFLECT, MIRROR, NEAREST, WRAP, CONSTANT = 0, 1, 2, 3, 4
+
+fold_reflect = inline(boundary.fold_reflect)
+fold_mirror = inline(boundary.fold_mirror)
+fold_nearest = inline(boundary.fold_nearest)
+fold_wrap = inline(boundary.fold_wrap)
+
+#: Bytes of :func:`extremum`'s buffers: about a core's L2 cache (see :mod:`.fused`).
+BUFFER_BYTES = 1 << 20
+
+
+@inline
+def fold(j, n, mode):
+    """Index ``j`` of an axis of ``n`` folded into it by ``mode``; -1 for ``cval``."""
+    if 0 <= j < n:
+        return j
+    if mode == CONSTANT:
+        return -1
+    if mode == REFLECT:
+        return fold_reflect(j, n)
+    if mode == MIRROR:
+        return fold_mirror(j, n)
+    if mode == NEAREST:
+        return fold_nearest(j, n)
+    return fold_wrap(j, n)
+
+
+@inline
+def better(a, b, largest):
+    """The larger (``largest``) or smaller of two values; the first of equal ones."""
+    if largest:
+        return b if b > a else a
+    return b if b < a else a
+
+
+@jit
+def extremum(x, out, cval, first, last, before, after, mode, largest, to):
+    """``out[l, i, :]`` = min (or max) of ``x[l, i - before : i + after + 1, :]``.
+
+    For the flat positions ``l * n + i`` in ``[first, last)`` of ``x`` and ``out``,
+    ``(lines, n, width)`` arrays; the window is along the middle axis, every
+    operation is along the last one (vectorised when it is wide).
+    """
+    n, width = x.shape[1], x.shape[2]
+    size = before + after + 1
+    # Positions per piece: its three buffers stay in cache.
+    piece = max(size, BUFFER_BYTES // (3 * width * x.itemsize) - size)
+    position = first
+    while position < last:
+        line = position // n
+        lo = position - line * n
+        hi = min(n, lo + last - position, lo + piece)
+        count = hi - lo
+        length = count + size - 1
+        values = np.empty((length, width), x.dtype)
+        for r in range(length):
+            j = fold(lo - before + r, n, mode)
+            for w in range(width):
+                values[r, w] = cval if j < 0 else x[line, j, w]
+        # van Herk/Gil-Werman: running extrema forwards and backwards within blocks of
+        # ``size``; a window spans at most two blocks, so it is one of each.
+        forward = np.empty_like(values)
+        backward = np.empty_like(values)
+        for start in range(0, length, size):
+            stop = min(start + size, length)
+            for w in range(width):
+                forward[start, w] = values[start, w]
+            for r in range(start + 1, stop):
+                for w in range(width):
+                    forward[r, w] = better(forward[r - 1, w], values[r, w], largest)
+            for w in range(width):
+                backward[stop - 1, w] = values[stop - 1, w]
+            for r in range(stop - 2, start - 1, -1):
+                for w in range(width):
+                    backward[r, w] = better(backward[r + 1, w], values[r, w], largest)
+        for i in range(count):
+            for w in range(width):
+                value = better(backward[i, w], forward[i + size - 1, w], largest)
+                out[line, lo + i, w] = store_as(value, to)
+        position = hi + line * n
+
+
+@inline
+def doubled(source, target, run, largest):
+    """``target[i]`` = the extremum of ``source[i]`` and ``source[i + run]``.
+
+    Called with a literal ``run``: with a run known only at run time, LLVM cannot
+    tell the reads from the writes apart and does not vectorise (25x slower).
+    """
+    if largest:
+        for i in range(source.size - run):
+            target[i] = max(source[i], source[i + run])
+    else:
+        for i in range(source.size - run):
+            target[i] = min(source[i], source[i + run])
+
+
+@inline
+def copy(source, target):
+    """``target[:] = source`` as a loop over equal views, which LLVM vectorises (a slice
+    assignment is Numba's generic, element by element, copy)."""
+    for i in range(target.size):
+        target[i] = source[i]
+
+
+@inline
+def combine(first, second, out, largest, to):
+    """``out[i]`` = the extremum of ``first[i]`` and ``second[i]``, stored as ``to``."""
+    for i in range(out.size):
+        out[i] = store_as(better(first[i], second[i], largest), to)
+
+
+@inline
+def runs(values, spare, size, largest):
+    """Fill ``values`` (or ``spare``) with the extrema of runs of ``p``, the largest power
+    of two up to ``size``, from each element; return ``p`` and that buffer.
+
+    One written-out step per doubling, each with its literal run (see :func:`doubled`).
+    """
+    if size < 2:
+        return 1, values
+    doubled(values, spare, 1, largest)
+    if size < 4:
+        return 2, spare
+    doubled(spare, values, 2, largest)
+    if size < 8:
+        return 4, values
+    doubled(values, spare, 4, largest)
+    if size < 16:
+        return 8, spare
+    doubled(spare, values, 8, largest)
+    if size < 32:
+        return 16, values
+    doubled(values, spare, 16, largest)
+    if size < 64:
+        return 32, spare
+    doubled(spare, values, 32, largest)
+    run, source, target = 64, values, spare
+    while 2 * run <= size:  # windows beyond 127: rare, and scalar
+        doubled(source, target, run, largest)
+        run, source, target = 2 * run, target, source
+    return run, source
+
+
+@jit
+def extremum_lines(x, out, cval, first, last, before, after, mode, largest, to):
+    """As :func:`extremum` along the last axis of ``(lines, n)`` arrays, for the whole
+    lines ``[first, last)``, by doubling: element ``i`` of :func:`runs` holds the
+    extremum of the ``p`` elements from ``i``, and a window is two such (overlapping)
+    runs. Each step is contiguous and vectorises; a window costs ``log2(size)`` steps."""
+    n = x.shape[1]
+    size = before + after + 1
+    length = n + size - 1
+    values = np.empty(length, x.dtype)
+    spare = np.empty(length, x.dtype)
+    for line in range(first, last):
+        for r in range(min(before, length)):
+            j = fold(r - before, n, mode)
+            values[r] = cval if j < 0 else x[line, j]
+        copy(x[line], values[before : before + n])
+        for r in range(before + n, length):
+            j = fold(r - before, n, mode)
+            values[r] = cval if j < 0 else x[line, j]
+        run, result = runs(values, spare, size, largest)
+        combine(result[:n], result[size - run : size - run + n], out[line], largest, to)
+
+
+@inline
+def gather(x, b, i0, i1, reach, mode, cval, values):
+    """The window's lines around ``x[b, i0, i1, :]``, folded: ``values[q, r]`` is line ``q``
+    (``q = q0 * k1 + q1``) at ``r - before`` along the last axis."""
+    a0, a1, n = x.shape[1], x.shape[2], x.shape[3]
+    b0, k0, b1, k1, bn = reach
+    length = values.shape[1]
+    for q0 in range(k0):
+        j0 = fold(i0 - b0 + q0, a0, mode)
+        for q1 in range(k1):
+            j1 = fold(i1 - b1 + q1, a1, mode)
+            q = q0 * k1 + q1
+            if j0 < 0 or j1 < 0:
+                for r in range(length):
+                    values[q, r] = cval
+                continue
+            for r in range(min(bn, length)):
+                j = fold(r - bn, n, mode)
+                values[q, r] = cval if j < 0 else x[b, j0, j1, j]
+            inside = min(n, length - bn)
+            copy(x[b, j0, j1, :inside], values[q, bn : bn + inside])
+            for r in range(bn + inside, length):
+                j = fold(r - bn, n, mode)
+                values[q, r] = cval if j < 0 else x[b, j0, j1, j]
+
+
+@inline
+def select(values, rank):
+    """The value of ``rank`` in sorted order; reorders ``values`` (Hoare's quickselect)."""
+    lo, hi = 0, values.size - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if values[mid] < values[lo]:
+            values[mid], values[lo] = values[lo], values[mid]
+        if values[hi] < values[lo]:
+            values[hi], values[lo] = values[lo], values[hi]
+        if values[hi] < values[mid]:
+            values[hi], values[mid] = values[mid], values[hi]
+        pivot = values[mid]
+        i, j = lo, hi
+        while i <= j:
+            while values[i] < pivot:
+                i += 1
+            while pivot < values[j]:
+                j -= 1
+            if i <= j:
+                values[i], values[j] = values[j], values[i]
+                i += 1
+                j -= 1
+        if rank <= j:
+            hi = j
+        elif rank >= i:
+            lo = i
+        else:
+            break
+    return values[rank]
+
+
+@jit
+def rank_select(x, out, cval, first, last, reach, kn, rank, mode, to):
+    """``out[b, i0, i1, i]`` = the value of ``rank`` among the box window around it.
+
+    ``x`` and ``out`` are ``(batch, a0, a1, n)``; rows ``t = b * a0 + i0`` in
+    ``[first, last)``; ``reach`` is ``(before0, size0, before1, size1, before_n)``
+    and ``kn`` the window's size along the last axis.
+    """
+    a0, a1, n = x.shape[1], x.shape[2], x.shape[3]
+    lines = reach[1] * reach[3]
+    values = np.empty((lines, n + kn - 1), x.dtype)
+    window = np.empty(lines * kn, x.dtype)
+    for t in range(first, last):
+        b, i0 = t // a0, t % a0
+        for i1 in range(a1):
+            gather(x, b, i0, i1, reach, mode, cval, values)
+            for i in range(n):
+                for q in range(lines):
+                    copy(values[q, i : i + kn], window[q * kn : (q + 1) * kn])
+                out[b, i0, i1, i] = store_as(select(window, rank), to)
+
+
+@inline
+def count(fine, coarse, shift, bin, step):
+    fine[bin] += step
+    coarse[bin >> shift] += step
+
+
+@jit
+def rank_histogram(x, out, cval, first, last, reach, kn, rank, mode, to, low, shift):
+    """As :func:`rank_select`, for 8- and 16-bit values: a histogram of the window slides
+    along the line (Huang's algorithm) and the rank's value moves with it, over whole
+    coarse bins (``2**shift`` values each) where it can (Perreault and Hebert's two
+    levels). ``low`` is the dtype's smallest value (bin 0)."""
+    a0, a1, n = x.shape[1], x.shape[2], x.shape[3]
+    lines = reach[1] * reach[3]
+    values = np.empty((lines, n + kn - 1), x.dtype)
+    bins = 1 << (8 * x.itemsize)
+    fine = np.zeros(bins, np.int32)
+    coarse = np.zeros(bins >> shift, np.int32)
+    width = 1 << shift
+    for t in range(first, last):
+        b, i0 = t // a0, t % a0
+        for i1 in range(a1):
+            gather(x, b, i0, i1, reach, mode, cval, values)
+            for q in range(lines):
+                for r in range(kn):
+                    count(fine, coarse, shift, np.int32(values[q, r]) - low, 1)
+            # Invariant: ``below`` values of the window are smaller than ``value``.
+            value, below = 0, 0
+            for i in range(n):
+                if i > 0:
+                    for q in range(lines):
+                        gone = np.int32(values[q, i - 1]) - low
+                        count(fine, coarse, shift, gone, -1)
+                        below -= gone < value
+                        new = np.int32(values[q, i + kn - 1]) - low
+                        count(fine, coarse, shift, new, 1)
+                        below += new < value
+                while below > rank:
+                    if value & (width - 1) == 0 and below - coarse[(value >> shift) - 1] > rank:
+                        value -= width
+                        below -= coarse[value >> shift]
+                    else:
+                        value -= 1
+                        below -= fine[value]
+                while below + fine[value] <= rank:
+                    if value & (width - 1) == 0 and below + coarse[value >> shift] <= rank:
+                        below += coarse[value >> shift]
+                        value += width
+                    else:
+                        below += fine[value]
+                        value += 1
+                out[b, i0, i1, i] = store_as(value + low, to)
+            for q in range(lines):  # empty the histogram for the next line
+                for r in range(n - 1, n - 1 + kn):
+                    count(fine, coarse, shift, np.int32(values[q, r]) - low, -1)

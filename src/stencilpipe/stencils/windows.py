@@ -1,0 +1,203 @@
+"""Window filters whose cost grows slowly with the window: the CPU passes of big order statistics.
+
+A per-point kernel of a 15x15 median holds 225 values and thousands of
+compare-exchanges: minutes of compiling, and time that grows with the window's
+area. :class:`ExtremumPass` (a minimum or maximum along one axis, van
+Herk/Gil-Werman) and :class:`RankWindow` (any rank over a box window: a sliding
+histogram for 8-bit data, quickselect for others) are loops written once
+(:mod:`.window_kernels`), compiled once per dtype, whatever the window.
+
+Both are passes of :func:`.fused.run_passes`, as a separable filter's 1-D
+stencils are: a library filter lists them in its stencil's ``passes``, and the
+CPU runs them on NumPy arrays, on each chunk of a Dask array and inside fused
+chains, with the results of the stencil's own per-point kernel (which the GPU
+runs) bit for bit.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from .modules import load_module
+from .threads import run_rows
+
+__all__ = ["ExtremumPass", "MODE_CODES", "RankWindow"]
+
+#: The loops' codes of the boundary modes.
+MODE_CODES = {"reflect": 0, "mirror": 1, "nearest": 2, "wrap": 3, "constant": 4}
+
+
+@functools.cache
+def _loops() -> ModuleType:
+    """:mod:`.window_kernels`, loaded (and disk-cached) as a generated module."""
+    source = (Path(__file__).parent / "window_kernels.py").read_text()
+    return load_module("window_kernels", source)
+
+
+def _view(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``array`` reshaped without a copy (a copy would lose what the loops write)."""
+    view = array.view()
+    view.shape = shape
+    return view
+
+
+class _Rows:
+    """A window loop bound to its parameters, called as a compiled kernel of a pass.
+
+    ``run(x, out, cval, start=, stop=)`` computes the rows ``[start, stop)`` (see
+    :func:`.codegen_cpu.work_rows`) of ``out``, a ``(batch, *core)`` array.
+    """
+
+    def __init__(self, call: Any, out_type: type):
+        self._call = call
+        self._out_type = out_type
+        self.ready = False
+
+    def run(self, x: np.ndarray, out: np.ndarray, cval: Any, *, start: int, stop: int) -> None:
+        self._call(x, out, cval, start, stop, self._out_type)
+        self.ready = True
+
+    def __call__(self, x: np.ndarray, out: np.ndarray, cval: Any, *, rows: int) -> None:
+        if not self.ready:
+            self.run(x, out, cval, start=0, stop=rows)
+            return
+        run_rows(lambda lo, hi: self.run(x, out, cval, start=lo, stop=hi), (), rows)
+
+    def compile(self, args: list[Any]) -> None:
+        """Compile for the types of ``args`` (``x, out, cval, start, stop``) by running
+        the loop over no rows."""
+        x, out, cval, *_ = args
+        self._call(x, out, cval, 0, 0, self._out_type)
+
+
+@dataclass(frozen=True)
+class ExtremumPass:
+    """Minimum or maximum over ``before + 1 + after`` elements along core ``axis``.
+
+    Attributes
+    ----------
+    axis : int
+        The core axis of the window.
+    before, after : int
+        The window's reach before and after each element.
+    largest : bool
+        Maximum (True) or minimum.
+    ndim : int
+        Core dimensions of the arrays it runs on.
+    """
+
+    axis: int
+    before: int
+    after: int
+    largest: bool
+    ndim: int
+
+    @property
+    def name(self) -> str:
+        return f"{'maximum' if self.largest else 'minimum'}_axis{self.axis}"
+
+    @property
+    def halo(self) -> tuple[tuple[int, int], ...]:
+        return tuple(
+            (self.before, self.after) if d == self.axis else (0, 0) for d in range(self.ndim)
+        )
+
+    dtype = None  # the input's
+
+    def compiled(self, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str) -> _Rows:
+        """The pass for one input dtype, output dtype and boundary ``mode``."""
+        loops = _loops()
+        code = MODE_CODES[mode]
+        options = (self.before, self.after, code, self.largest)
+
+        def call(x, out, cval, start, stop, to):
+            xs, outs, first, last = self._lines(x, out, start, stop)
+            if xs.shape[2] == 1:  # along the last axis: whole lines
+                lines = xs.shape[:2]
+                n = lines[1]
+                xs, outs = _view(xs, lines), _view(outs, lines)
+                loops.extremum_lines(xs, outs, cval, first // n, last // n, *options, to)
+            else:
+                loops.extremum(xs, outs, cval, first, last, *options, to)
+
+        return _Rows(call, out_dtype.type)
+
+    def _lines(self, x: np.ndarray, out: np.ndarray, start: int, stop: int) -> tuple:
+        """``x`` and ``out`` as ``(lines, n, width)`` with the window along ``n``, and the
+        flat positions of rows ``[start, stop)`` in them."""
+        batch, *core = x.shape
+        if self.ndim == 1:  # a row is a whole frame
+            shape = (batch, core[0], 1)
+            first, last = start * core[0], stop * core[0]
+        elif self.axis == 0:  # a row is a position along the axis
+            shape = (batch, core[0], math.prod(core[1:]))
+            first, last = start, stop
+        else:
+            before = math.prod(core[1 : self.axis])
+            shape = (batch * core[0] * before, core[self.axis], math.prod(core[self.axis + 1 :]))
+            per_row = before * core[self.axis]
+            first, last = start * per_row, stop * per_row
+        return _view(x, shape), _view(out, shape), first, last
+
+
+@dataclass(frozen=True)
+class RankWindow:
+    """The value of ``rank`` (in sorted order) among a box window, for 1 to 3 core axes.
+
+    Attributes
+    ----------
+    reach : tuple of (int, int)
+        The window's reach before and after each element, per core axis.
+    rank : int
+        0 for the minimum, ``size // 2`` for the median (upper, for even sizes).
+    """
+
+    reach: tuple[tuple[int, int], ...]
+    rank: int
+
+    name = "rank_window"
+    dtype = None  # the input's
+
+    @property
+    def halo(self) -> tuple[tuple[int, int], ...]:
+        return self.reach
+
+    @property
+    def size(self) -> int:
+        return math.prod(before + 1 + after for before, after in self.reach)
+
+    def compiled(self, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str) -> _Rows:
+        """The pass for one input dtype, output dtype and boundary ``mode``."""
+        (dtype,) = in_dtypes
+        loops = _loops()
+        sizes = [before + 1 + after for before, after in self.reach]
+        ndim = len(sizes)
+        # Frames as (a0, a1, n): rows (work_rows) along a0, lines along n.
+        padded = {1: [(0, 0), (0, 0)], 2: [self.reach[0], (0, 0)], 3: list(self.reach[:2])}
+        (b0, a0), (b1, a1) = padded[ndim]
+        bn = self.reach[-1][0]
+        reach = (b0, b0 + 1 + a0, b1, b1 + 1 + a1, bn)
+        code = MODE_CODES[mode]
+        kn = sizes[-1]
+        if dtype.itemsize <= 2 and dtype.kind in "iub":
+            low = int(np.iinfo(dtype).min) if dtype.kind in "iu" else 0
+            extra: tuple = (low, 4 * dtype.itemsize)
+            loop = loops.rank_histogram
+        else:
+            extra = ()
+            loop = loops.rank_select
+
+        def call(x, out, cval, start, stop, to):
+            batch, *core = x.shape
+            frame = {1: (1, 1, *core), 2: (core[0], 1, core[1]), 3: tuple(core)}[ndim]
+            xs, outs = _view(x, (batch, *frame)), _view(out, (batch, *frame))
+            loop(xs, outs, cval, start, stop, reach, kn, self.rank, code, to, *extra)
+
+        return _Rows(call, out_dtype.type)
