@@ -173,14 +173,10 @@ def _run_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def _run_config(config: Any, options: RunOptions) -> None:
     """Run ``config``; its summary as text (or JSON); exit 1 when frames failed."""
-    import distributed  # noqa: F401 - sets up its logging, which the level below adjusts
     from rich.console import Console
 
     from .pipeline.run import run
 
-    # The embedded cluster silences distributed's log lines only while it runs: those of
-    # workers in this process (processes: false) could still come as it stops.
-    logging.getLogger("distributed").setLevel(config.cluster.log_level.upper())
     # Rich writes colours and cursor moves only to a terminal, and no colours under NO_COLOR.
     console = Console(quiet=options.quiet or options.json_output)
     summary = run(

@@ -35,6 +35,7 @@ __all__ = [
     "dashboard_link",
     "job_options",
     "job_script",
+    "left_to_us",
     "scheduler_address",
     "security",
 ]
@@ -48,6 +49,29 @@ def scheduler_address(config: ClusterConfig) -> str | None:
     if config.address or config.jobqueue:
         return config.address
     return dask.config.get("scheduler-address", None)
+
+
+#: The embedded cluster's settings that, when given, ask for that cluster to be started.
+_EMBEDDED_SETTINGS = ("n_workers", "threads_per_worker", "processes")
+
+
+def left_to_us(config: ClusterConfig) -> bool:
+    """Whether ``config`` leaves where to run to stencilpipe: no scheduler (neither
+    ``cluster.address`` nor Dask's setting), no batch jobs, GPUs or TLS, no worker count,
+    threads or processes of its own, and no dashboard address (``null`` is none).
+
+    Such a run may compute on threads of its own process when no cluster would pay for
+    its start (see :mod:`stencilpipe.pipeline.run`).
+    """
+    given = config.model_fields_set
+    return not (
+        scheduler_address(config)
+        or config.jobqueue
+        or config.gpu
+        or config.security
+        or any(name in given for name in _EMBEDDED_SETTINGS)
+        or ("dashboard_address" in given and config.dashboard_address is not None)
+    )
 
 
 #: The module the embedded cluster's workers preload (see :mod:`.worker_setup`).

@@ -14,9 +14,11 @@ instead of an fsync per file: :mod:`stencilpipe.io.atomic`).
 
 from __future__ import annotations
 
+import functools
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +30,7 @@ from ..io import PendingWrite
 from ..io.atomic import flush
 from ..io.errors import NoSpaceLeft
 
-__all__ = ["NoWorkersLeft", "Outcome", "execute", "progress_bar"]
+__all__ = ["NoWorkersLeft", "Outcome", "execute", "execute_here", "progress_bar"]
 
 #: Seconds between two looks at the cluster while blocks are running.
 POLL = 0.5
@@ -63,6 +65,55 @@ def one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
 
 
+class _Blocks:
+    """The blocks of a write being computed: their results, failures and progress."""
+
+    def __init__(self, write: Any, output: str, frames: int, bar: Progress | None) -> None:
+        self.write, self.output, self.frames, self.bar = write, output, frames, bar
+        self.files = isinstance(write, PendingWrite)
+        if self.files:
+            write.discard_outdated()
+        self.delayed = write.blocks() if self.files else [write]
+        self.block_files: Sequence[tuple[str, ...]] = write.block_files if self.files else [()]
+        self.results: dict[int, Any] = {}
+        self.failed: list[tuple[tuple[str, ...], str]] = []
+        self.task = bar.add_task("frames", total=frames) if bar is not None else None
+        if bar is not None and self.files:
+            bar.update(self.task, completed=frames - len(write.files))
+
+    def collect(self, index: int, result: Callable[[], Any]) -> None:
+        """Keep block ``index``'s ``result()``, or its failure; NoSpaceLeft ends the write."""
+        try:
+            self.results[index] = result()
+        except NoSpaceLeft:
+            self.no_space()
+        except Exception as exc:  # noqa: BLE001 - this block's frames failed, the rest go on
+            self.failed.append((self.block_files[index], one_line(exc)))
+        if self.bar is not None:
+            self.bar.advance(self.task, len(self.block_files[index]) if self.files else self.frames)
+
+    def no_space(self) -> None:
+        """Raise NoSpaceLeft for the output, saying how many outputs were written."""
+        written = sum(len(self.block_files[i]) for i in self.results) + (
+            self.frames - len(self.write.files) if self.files else 0
+        )
+        raise NoSpaceLeft(
+            self.output,
+            f" ({written} of {self.frames} outputs written; free space and rerun to resume)",
+        ) from None
+
+    @property
+    def directory(self) -> str:
+        """Where the write goes: the files' directory, or the Zarr store."""
+        return self.write.directory if self.files else self.output
+
+    def outcome(self) -> Outcome:
+        if not self.files:
+            return Outcome(self.results.get(0), self.failed)
+        done = [self.results.get(i) for i in range(len(self.delayed))]
+        return Outcome(self.write.partial_report(done), self.failed)
+
+
 def execute(
     client: Any,
     write: PendingWrite | Any,
@@ -82,47 +133,74 @@ def execute(
     NoWorkersLeft
         When the cluster had workers and has had none for ``timeout`` seconds.
     """
-    files = isinstance(write, PendingWrite)
-    if files:
-        write.discard_outdated()
-    futures = client.compute(write.blocks() if files else [write])
-    block_files: Sequence[tuple[str, ...]] = write.block_files if files else [()]
-    results: dict[int, Any] = {}
-    failed: list[tuple[tuple[str, ...], str]] = []
-    task = bar.add_task("frames", total=frames) if bar is not None else None
-    if bar is not None and files:
-        bar.update(task, completed=frames - len(write.files))
+    blocks = _Blocks(write, output, frames, bar)
+    futures = client.compute(blocks.delayed)
     watch = _Watch(client, timeout)
     pending = {future: index for index, future in enumerate(futures)}
     while pending:
         done = _wait_some(list(pending))
         for future in done:
-            index = pending.pop(future)
             try:
-                results[index] = future.result()
+                blocks.collect(pending.pop(future), future.result)
             except NoSpaceLeft:
                 client.cancel(list(pending))
-                written = sum(len(block_files[i]) for i in results) + (
-                    frames - len(write.files) if files else 0
-                )
-                raise NoSpaceLeft(
-                    output,
-                    f" ({written} of {frames} outputs written; free space and rerun to resume)",
-                ) from None
-            except Exception as exc:  # noqa: BLE001 - this block's frames failed, the rest go on
-                failed.append((block_files[index], one_line(exc)))
-            if bar is not None:
-                bar.advance(task, len(block_files[index]) if files else frames)
+                raise
         if not done:
             watch.check(client, pending)
     if futures:
-        if files:  # every block is done: the temp files of workers lost mid-write go
+        if blocks.files:  # every block is done: the temp files of workers lost mid-write go
             client.compute(write.finish()).result()
         # One flush per host that wrote, instead of an fsync per file (durability: batch).
-        client.run(_flush, write.directory if files else output)
-    if not files:
-        return Outcome(results.get(0), failed)
-    return Outcome(write.partial_report([results.get(i) for i in range(len(futures))]), failed)
+        client.run(_flush, blocks.directory)
+    return blocks.outcome()
+
+
+def execute_here(
+    write: PendingWrite | Any,
+    *,
+    output: str,
+    frames: int,
+    threads: int,
+    bar: Progress | None = None,
+) -> Outcome:
+    """Compute ``write`` as :func:`execute` does, on ``threads`` threads of this process
+    (Dask's threaded scheduler): no cluster to start, no task or frame to send anywhere.
+
+    The blocks run as one graph; when one fails, those not finished then run again one by
+    one, so that each failure is its own block's.
+
+    Raises
+    ------
+    NoSpaceLeft
+        When the output's file system is full: ``N of M outputs written``.
+    """
+    import dask
+    from dask.callbacks import Callback
+
+    blocks = _Blocks(write, output, frames, bar)
+    index = {block.key: i for i, block in enumerate(blocks.delayed)}
+
+    def finished(key: Any, result: Any, *_: Any) -> None:
+        if key in index:
+            blocks.collect(index[key], lambda: result)
+
+    # The pool is this call's own: a failure returns only once the tasks running are done.
+    with ThreadPoolExecutor(threads) as pool:
+        try:
+            with Callback(posttask=finished):
+                dask.compute(*blocks.delayed, scheduler="threads", pool=pool)
+        except NoSpaceLeft:
+            blocks.no_space()
+        except Exception:  # noqa: BLE001 - a block failed: the rest, one at a time
+            for i, block in enumerate(blocks.delayed):
+                if i not in blocks.results:
+                    again = functools.partial(block.compute, scheduler="threads", pool=pool)
+                    blocks.collect(i, again)
+    if blocks.delayed:
+        if blocks.files:
+            write.finish().compute(scheduler="sync")
+        _flush(blocks.directory)
+    return blocks.outcome()
 
 
 def _flush(directory: str) -> None:

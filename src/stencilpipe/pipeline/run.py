@@ -17,6 +17,7 @@ from rich.table import Table
 
 from ..backends import choose_backend, to_backend
 from ..cluster import connect, dashboard_link
+from ..cluster.connect import left_to_us
 from ..errors import ConfigError, KernelError
 from ..io import PendingWrite, TargetError, WriteReport, imread, plan_write
 from ..io.lock import Locks
@@ -25,7 +26,7 @@ from ..io.stackinfo import inputs_of
 from ..io.write import LockOutput
 from ..stencils import Chain
 from .config import PipelineConfig
-from .execute import Outcome, execute, progress_bar, remove_leftovers
+from .execute import Outcome, execute, execute_here, progress_bar, remove_leftovers
 from .stages import build_chain
 
 __all__ = ["Failure", "Plan", "RunSummary", "plan", "provenance", "run"]
@@ -336,6 +337,18 @@ def run(
     return summary
 
 
+#: Frames up to which a run whose cluster is left to stencilpipe (``left_to_us``) computes on
+#: threads of its own process: a cluster's start, stop and task traffic cost more than its
+#: processes win below it (measured by ``benchmarks/startup.py``).
+IN_PROCESS_FRAMES = 2000
+
+
+def in_process(config: PipelineConfig, frames: int, report: str | None) -> bool:
+    """Whether a run of ``frames`` frames computes on threads of this process, with no
+    cluster (and so no dashboard or performance report)."""
+    return report is None and frames <= IN_PROCESS_FRAMES and left_to_us(config.cluster)
+
+
 def _compute(
     config: PipelineConfig,
     work: Plan,
@@ -344,10 +357,24 @@ def _compute(
     report: str | None,
     progress: bool,
 ) -> RunSummary:
-    """Compute the planned ``work`` on the configured cluster; summarise what it did."""
-    from distributed import performance_report
+    """Compute the planned ``work`` on this process's threads or the configured cluster;
+    summarise what it did."""
+    if in_process(config, work.info.frames, report):
+        threads = planned_threads(config)
+        log.info("cluster: none, %d threads of this process", threads)
+        console.print(f"[bold]threads:[/bold] {threads} in this process (a small run: no cluster)")
+        start = time.perf_counter()
+        outcome = _computed(
+            _Compute(None, config, work.info.frames, None), work, locks, console, progress
+        )
+        return _summary(config, work, outcome, time.perf_counter() - start, None, 0)
+
+    from distributed import performance_report  # sets up distributed's logging, adjusted below
 
     cluster = config.cluster
+    # The embedded cluster silences distributed's log lines only while it runs: those of
+    # workers in this process (processes: false) could still come as it stops.
+    logging.getLogger("distributed").setLevel(cluster.log_level.upper())
     log.info("cluster: %s", cluster.address or cluster.jobqueue or "embedded LocalCluster")
     with connect(config.cluster) as client:
         log.info("dashboard: %s", client.dashboard_link)
@@ -361,14 +388,34 @@ def _compute(
         workers_before = set(client.scheduler_info()["workers"])
         start = time.perf_counter()
         recording = performance_report(filename=report) if report else contextlib.nullcontext()
-        bar = progress_bar(console) if progress else None
-        phase = _phase(f"compute and write {work.info.frames} frames")
-        with recording, bar or contextlib.nullcontext(), phase:
-            compute = _Compute(client, config, work.info.frames, bar)
-            outcome = _retry_frame_by_frame(compute, config, compute(work.write), locks, console)
+        with recording:
+            compute = _Compute(client, config, work.info.frames, None)
+            outcome = _computed(compute, work, locks, console, progress)
         seconds = time.perf_counter() - start
         # A worker that died was replaced (by its Nanny) under a new address.
         lost = len(workers_before - set(client.scheduler_info()["workers"]))
+    return _summary(config, work, outcome, seconds, dashboard, lost)
+
+
+def _computed(
+    compute: _Compute, work: Plan, locks: Locks, console: Console, progress: bool
+) -> Outcome:
+    """What ``compute`` makes of the planned write (failed blocks retried frame by frame),
+    with a progress bar on ``console`` when ``progress``."""
+    bar = progress_bar(console) if progress else None
+    compute.bar = bar
+    with bar or contextlib.nullcontext(), _phase(f"compute and write {work.info.frames} frames"):
+        return _retry_frame_by_frame(compute, compute.config, compute(work.write), locks, console)
+
+
+def _summary(
+    config: PipelineConfig,
+    work: Plan,
+    outcome: Outcome,
+    seconds: float,
+    dashboard: str | None,
+    lost: int,
+) -> RunSummary:
     written = outcome.report
     frames_written = written.frames_written if written else 0
     return RunSummary(
@@ -393,7 +440,8 @@ def _compute(
 
 @dataclass
 class _Compute:
-    """Computes a planned write on ``client`` (see :func:`~.execute.execute`)."""
+    """Computes a planned write on ``client`` (see :func:`~.execute.execute`), or, without
+    one, on threads of this process (:func:`~.execute.execute_here`)."""
 
     client: Any
     config: PipelineConfig
@@ -401,14 +449,10 @@ class _Compute:
     bar: Any
 
     def __call__(self, write: Any) -> Outcome:
-        return execute(
-            self.client,
-            write,
-            output=self.config.output,
-            frames=self.frames,
-            timeout=self.config.cluster.timeout,
-            bar=self.bar,
-        )
+        options = dict(output=self.config.output, frames=self.frames, bar=self.bar)
+        if self.client is None:
+            return execute_here(write, threads=planned_threads(self.config), **options)
+        return execute(self.client, write, timeout=self.config.cluster.timeout, **options)
 
 
 def _retry_frame_by_frame(

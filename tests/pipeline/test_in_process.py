@@ -1,0 +1,100 @@
+"""Where a run computes: a run that leaves the cluster to stencilpipe and is small runs on
+threads of its own process (no cluster to start and stop); any cluster setting of the user's
+is honoured.
+
+Oracles: scipy's ``uniform_filter`` (rounded to nearest, as the library's mean documents) and
+the files read back by tifffile.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+import tifffile
+from rich.console import Console
+from scipy import ndimage as ndi
+
+from stencilpipe.pipeline import parse_config, run
+
+run_module = importlib.import_module("stencilpipe.pipeline.run")  # the name is run()'s too
+
+FRAMES = 5
+
+
+@pytest.fixture
+def frames(tmp_path) -> dict[str, np.ndarray]:
+    (tmp_path / "in").mkdir()
+    rng = np.random.default_rng(7)
+    stack = {f"f{i}": rng.integers(0, 256, (40, 52), dtype=np.uint8) for i in range(FRAMES)}
+    for name, frame in stack.items():
+        tifffile.imwrite(tmp_path / "in" / f"{name}.tif", frame)
+    return stack
+
+
+def config_for(tmp_path, **keys):
+    data = {"input": "in", "output": "out", "stages": [{"mean": {"size": 3}}], **keys}
+    return parse_config(data, base_dir=tmp_path)
+
+
+def check_outputs(tmp_path, frames) -> None:
+    for name, frame in frames.items():
+        want = np.rint(ndi.uniform_filter(frame.astype(np.float64), 3)).astype(np.uint8)
+        np.testing.assert_array_equal(tifffile.imread(tmp_path / "out" / f"{name}.tif"), want)
+
+
+@pytest.fixture
+def connects(monkeypatch):
+    """The cluster configs that runs connected to (the real ``connect`` does the work)."""
+    seen = []
+    real = run_module.connect
+
+    def connect(cluster):
+        seen.append(cluster)
+        return real(cluster)
+
+    monkeypatch.setattr(run_module, "connect", connect)
+    return seen
+
+
+def test_a_small_run_left_to_stencilpipe_starts_no_cluster(tmp_path, frames, connects):
+    console = Console(record=True, width=200)
+    summary = run(config_for(tmp_path), console=console, progress=False)
+    assert connects == []
+    assert summary.written == FRAMES and summary.failures == [] and summary.dashboard is None
+    text = console.export_text()
+    assert "threads: 2 in this process" in text and "dashboard" not in text
+    check_outputs(tmp_path, frames)
+
+
+@pytest.mark.parametrize(
+    "cluster",
+    [
+        {"n_workers": 1, "processes": False},
+        {"threads_per_worker": 1, "processes": False, "dashboard_address": "127.0.0.1:0"},
+    ],
+)
+def test_a_cluster_setting_of_the_users_starts_that_cluster(tmp_path, frames, connects, cluster):
+    console = Console(record=True, width=200)
+    summary = run(config_for(tmp_path, cluster=cluster), console=console, progress=False)
+    assert [c.n_workers for c in connects] == [cluster.get("n_workers", 2)]
+    assert summary.dashboard and summary.dashboard.startswith("http://127.0.0.1:")
+    assert f"dashboard: {summary.dashboard}" in console.export_text()
+    check_outputs(tmp_path, frames)
+
+
+def test_a_performance_report_needs_the_cluster(tmp_path, frames, connects):
+    report = tmp_path / "report.html"
+    run(config_for(tmp_path), console=Console(quiet=True), report=str(report), progress=False)
+    assert len(connects) == 1 and report.stat().st_size > 0
+    check_outputs(tmp_path, frames)
+
+
+def test_a_large_run_left_to_stencilpipe_starts_the_cluster(
+    tmp_path, frames, connects, monkeypatch
+):
+    monkeypatch.setattr(run_module, "IN_PROCESS_FRAMES", FRAMES - 1)
+    summary = run(config_for(tmp_path), console=Console(quiet=True), progress=False)
+    assert len(connects) == 1 and summary.written == FRAMES
+    check_outputs(tmp_path, frames)
