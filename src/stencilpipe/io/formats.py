@@ -12,8 +12,9 @@ from __future__ import annotations
 import io
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol
 
 import numpy as np
 import tifffile
@@ -22,6 +23,7 @@ from PIL import Image, UnidentifiedImageError
 
 from .errors import BadImageFile, TargetError
 from .metadata import Metadata
+from .storage import is_url, open_binary, unreachable
 from .tiffmeta import TiffTags, page_tags, series_metadata
 
 __all__ = [
@@ -35,6 +37,9 @@ __all__ = [
     "scan_file",
     "writer_for",
 ]
+
+#: fsspec options for URLs (None for local paths).
+Options = Mapping[str, Any] | None
 
 #: A header that claims frames larger than this is taken for corrupt (16 GiB).
 MAX_FRAME_BYTES = 2**34
@@ -70,11 +75,12 @@ class Header:
 class FrameReader(Protocol):
     """Reads the frames of one image file."""
 
-    def scan(self, path: str, size: int) -> Header:
-        """Check ``path`` (of ``size`` bytes) from its header; raise :class:`BadImageFile`."""
+    def scan(self, path: str, size: int, storage_options: Options = None) -> Header:
+        """Check ``path`` (of ``size`` bytes; a local path or a URL) from its header; raise
+        :class:`BadImageFile`."""
         ...
 
-    def read(self, path: str, index: int) -> np.ndarray:
+    def read(self, path: str, index: int, storage_options: Options = None) -> np.ndarray:
         """Decode frame ``index`` of ``path`` (native byte order)."""
         ...
 
@@ -116,9 +122,9 @@ class Tiff:
 
     extensions = (".tif", ".tiff")
 
-    def scan(self, path: str, size: int) -> Header:
+    def scan(self, path: str, size: int, storage_options: Options = None) -> Header:
         try:
-            with tifffile.TiffFile(path) as tif:
+            with open_binary(path, storage_options) as fh, tifffile.TiffFile(fh) as tif:
                 return self._scan(tif, path, size)
         except BadImageFile:
             raise
@@ -159,8 +165,9 @@ class Tiff:
         lead = shape[:-frame_ndim]
         return Header(math.prod(lead), frame_shape, dtype, lead, metadata, page_tags(page))
 
-    def read(self, path: str, index: int) -> np.ndarray:
-        frame = tifffile.imread(path, series=0, key=index)
+    def read(self, path: str, index: int, storage_options: Options = None) -> np.ndarray:
+        with open_binary(path, storage_options) as fh:
+            frame = tifffile.imread(fh, series=0, key=index)
         return frame.astype(_native(frame.dtype), copy=False)
 
     def check(self, dtype: np.dtype, frame_shape: tuple[int, ...], compression: str | None) -> None:
@@ -192,12 +199,12 @@ class Pillow:
 
     extensions = (".png",)
 
-    def scan(self, path: str, size: int) -> Header:
-        with open(path, "rb") as fh:
+    def scan(self, path: str, size: int, storage_options: Options = None) -> Header:
+        with open_binary(path, storage_options) as fh:
             start = fh.read(4)
         known = next((k for m, k in _PILLOW_MAGIC.items() if start.startswith(m)), None)
         try:
-            with Image.open(path) as image:
+            with open_binary(path, storage_options) as fh, Image.open(fh) as image:
                 mode, (width, height), kind = image.mode, image.size, image.format
             sample = np.asarray(Image.new(_READ_AS.get(mode, mode), (1, 1)))
         except UnidentifiedImageError:
@@ -207,7 +214,7 @@ class Pillow:
             raise BadImageFile(path, f"corrupt {known or 'image'} ({exc})") from None
         end = _END_MARKERS.get(kind)
         if end:
-            with open(path, "rb") as fh:
+            with open_binary(path, storage_options) as fh:
                 fh.seek(max(0, size - len(end)))
                 if fh.read() != end:
                     raise BadImageFile(path, f"truncated (the {kind} end marker is missing)")
@@ -215,8 +222,8 @@ class Pillow:
         _check_size(path, frame_shape, dtype)
         return Header(1, frame_shape, dtype)
 
-    def read(self, path: str, index: int) -> np.ndarray:
-        with Image.open(path) as image:
+    def read(self, path: str, index: int, storage_options: Options = None) -> np.ndarray:
+        with open_binary(path, storage_options) as fh, Image.open(fh) as image:
             if image.mode in _READ_AS:
                 image = image.convert(_READ_AS[image.mode])
             frame = np.asarray(image)
@@ -249,22 +256,27 @@ PILLOW = Pillow()
 _WRITERS: tuple[FrameWriter, ...] = (TIFF, PILLOW)
 
 
-def scan_file(path: str) -> tuple[FrameReader, Header]:
+def scan_file(
+    path: str, size: int | None = None, storage_options: Options = None
+) -> tuple[FrameReader, Header]:
     """The reader for ``path`` (chosen from its first bytes) and its header.
 
+    ``size`` is the file's size when known (a listing of object storage gives it).
     Raises :class:`BadImageFile` for a file that cannot be opened, is empty, is not an
     image, or whose header is corrupt or promises more bytes than the file has.
     """
     try:
-        size = os.stat(path).st_size
-        with open(path, "rb") as fh:
+        size = os.stat(path).st_size if size is None else size
+        with open_binary(path, storage_options) as fh:
             magic = fh.read(4)
     except OSError as exc:
+        if is_url(path):
+            raise BadImageFile(path, unreachable(path, exc).split(": ", 1)[1]) from None
         raise BadImageFile(path, f"cannot be opened ({exc.strerror})") from None
     if size == 0:
         raise BadImageFile(path, "empty file (0 bytes)")
     reader: FrameReader = TIFF if magic in TIFF_MAGIC else PILLOW
-    return reader, reader.scan(path, size)
+    return reader, reader.scan(path, size, storage_options)
 
 
 def writer_for(extension: str) -> FrameWriter:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from .formats import FrameReader, Header, scan_file
 from .metadata import Metadata, arrange
 from .sources import Source, resolve
 from .stackinfo import StackInfo, register
+from .storage import file_system, is_url, local_stamp, stamp
 from .zarrio import open_zarr
 
 __all__ = ["default_chunks", "imread", "inspect"]
@@ -37,7 +38,11 @@ _LISTED = 20
 
 
 def imread(
-    source: str | os.PathLike[str], *, chunks: Any = None, skip_bad: bool = False
+    source: str | os.PathLike[str],
+    *,
+    chunks: Any = None,
+    skip_bad: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> da.Array:
     """Open a stack of 2-D images as one lazy Dask array of shape ``(frames, y, x[, c])``.
 
@@ -55,11 +60,17 @@ def imread(
     skip_bad : bool
         Leave out unreadable or mismatched files (listed in :func:`inspect`'s
         ``bad_files``) instead of raising.
+    storage_options : dict, optional
+        For a URL source (``s3://``, ``gs://``, ``az://``, ``http(s)://``, ``memory://``),
+        the options of its fsspec file system (``endpoint_url``, ``anon``, ``profile``...),
+        as dask's readers take them; credentials otherwise come from the environment.
 
     Returns
     -------
     dask.array.Array
-        Nothing is read until it is computed.
+        Nothing is read until it is computed. Its axes are those :func:`inspect` names
+        (``StackInfo.axes``): ``(frames, y, x[, c])`` for files and plain stacks, or the
+        stack's own axes in filter order, such as ``(t, c, z, y, x)`` for an OME-TIFF.
 
     Raises
     ------
@@ -82,7 +93,7 @@ def imread(
     >>> stack[:, 0, 0].compute().tolist()
     [1, 2, 10]
     """
-    array, info = _open(source, chunks, skip_bad)
+    array, info = _open(source, chunks, skip_bad, storage_options)
     register(array, info)
     if info.axes.endswith("s"):
         mark_channels(array)  # the samples of RGB(A) pixels are never filtered across
@@ -90,7 +101,11 @@ def imread(
 
 
 def inspect(
-    source: str | os.PathLike[str], *, chunks: Any = None, skip_bad: bool = False
+    source: str | os.PathLike[str],
+    *,
+    chunks: Any = None,
+    skip_bad: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> StackInfo:
     """Describe the stack :func:`imread` would open, from headers only.
 
@@ -111,7 +126,7 @@ def inspect(
     >>> [(os.path.basename(path), why) for path, why in info.bad_files]
     [('notes.txt', 'not an image')]
     """
-    return _open(source, chunks, skip_bad)[1]
+    return _open(source, chunks, skip_bad, storage_options)[1]
 
 
 def default_chunks(shape: Sequence[int], dtype: np.dtype, lead: int = 1) -> tuple[int, ...]:
@@ -149,8 +164,9 @@ class _Frames:
         stamps: tuple[tuple[int, int], ...],
         frame_shape: tuple[int, ...],
         dtype: np.dtype,
+        storage_options: Mapping[str, Any],
     ) -> None:
-        self.frames, self.stamps = frames, stamps
+        self.frames, self.stamps, self.storage_options = frames, stamps, storage_options
         self.shape, self.dtype = (*frames.shape, *frame_shape), dtype
         self.ndim, self._lead = len(self.shape), frames.ndim
 
@@ -169,7 +185,7 @@ class _Frames:
 
     def _read(self, reader: FrameReader, path: str, index: int) -> np.ndarray:
         try:
-            frame = reader.read(path, index)
+            frame = reader.read(path, index, self.storage_options)
         except Exception as exc:
             raise BadImageFile(path, f"cannot be decoded ({exc})") from None
         if frame.shape != self.shape[self._lead :] or frame.dtype != self.dtype:
@@ -193,11 +209,14 @@ def _chunks(chunks: Any, shape: tuple[int, ...], dtype: np.dtype, lead: int) -> 
 
 
 def _open(
-    source: str | os.PathLike[str], chunks: Any, skip_bad: bool
+    source: str | os.PathLike[str],
+    chunks: Any,
+    skip_bad: bool,
+    storage_options: Mapping[str, Any] | None,
 ) -> tuple[da.Array, StackInfo]:
-    src = resolve(source)
+    src = resolve(source, storage_options)
     if src.kind == "zarr":
-        stored, metadata = open_zarr(src.paths[0])
+        stored, metadata = open_zarr(src.paths[0], src.storage_options)
         plan = arrange(metadata, stored.shape)
         array = plan.apply(stored)
         lead = plan.metadata.axes.index("y")
@@ -210,7 +229,7 @@ def _open(
             array.shape,
             array.dtype,
             array.chunks,
-            stamps=(_store_stamp(src.paths[0]),),
+            stamps=(_store_stamp(src.paths[0], src.storage_options),),
             metadata=plan.metadata,
         )
         return array, info
@@ -231,7 +250,8 @@ def _open(
     plan = arrange(metadata, stored_shape)
     lead = len(plan.shape) - len(header.frame_shape)
     frames = plan.apply_lead(frames.reshape(stored_shape[: len(stored_shape) - len(frame_axes)]))
-    lazy = _Frames(frames, tuple(stamp for *_, stamp in good), header.frame_shape, header.dtype)
+    stamps = tuple(stamp for *_, stamp in good)
+    lazy = _Frames(frames, stamps, header.frame_shape, header.dtype, src.storage_options)
     chunks = _chunks(chunks, lazy.shape, header.dtype, lead)
     array = da.from_array(
         lazy,
@@ -267,14 +287,18 @@ def _frame_metadata(header: Header, frame_axes: str) -> Metadata:
     return Metadata("i" + frame_axes, (1.0, *steps.scale), (None, *steps.units))
 
 
-def _store_stamp(store: str) -> tuple[int, int]:
+def _store_stamp(store: str, storage_options: Mapping[str, Any]) -> tuple[int, int]:
     """The total size and latest ``mtime_ns`` of the files of a Zarr store: its identity."""
-    size = latest = 0
-    for folder, _, names in os.walk(store):
-        for name in names:
-            stat = os.stat(os.path.join(folder, name))
-            size, latest = size + stat.st_size, max(latest, stat.st_mtime_ns)
-    return size, latest
+    if is_url(store):
+        fs, path = file_system(store, storage_options)
+        stamps = [stamp(info) for info in fs.find(path, detail=True).values()]
+    else:
+        stamps = [
+            local_stamp(os.path.join(folder, name))
+            for folder, _, names in os.walk(store)
+            for name in names
+        ]
+    return sum(s for s, _ in stamps), max((t for _, t in stamps), default=0)
 
 
 _Scanned = tuple[str, FrameReader, Header, tuple[int, int]]
@@ -284,9 +308,11 @@ def _scan(src: Source) -> tuple[list[_Scanned], tuple[tuple[str, str], ...]]:
     """Scan every file's header; split them into readable ones and ``(path, reason)``."""
     good: list[_Scanned] = []
     bad: dict[str, str] = {}
+    sizes = _stamps(src)
     for path in src.paths:
         try:
-            reader, header = scan_file(path)
+            size = sizes[path][0]
+            reader, header = scan_file(path, None if size < 0 else size, src.storage_options)
         except BadImageFile as exc:
             bad[path] = exc.reason
             continue
@@ -296,8 +322,7 @@ def _scan(src: Source) -> tuple[list[_Scanned], tuple[tuple[str, str], ...]]:
                 "file (open this file on its own to read its frames)"
             )
             continue
-        stat = os.stat(path)
-        good.append((path, reader, header, (stat.st_size, stat.st_mtime_ns)))
+        good.append((path, reader, header, sizes[path]))
     if good:
         kinds = Counter((h.frame_shape, h.dtype) for _, _, h, _ in good)
         (shape, dtype), count = kinds.most_common(1)[0]
@@ -306,6 +331,26 @@ def _scan(src: Source) -> tuple[list[_Scanned], tuple[tuple[str, str], ...]]:
                 bad[path] = _mismatch(h, shape, dtype, count)
         good = [g for g in good if g[0] not in bad]
     return good, tuple((path, bad[path]) for path in src.paths if path in bad)
+
+
+def _stamps(src: Source) -> dict[str, tuple[int, int]]:
+    """``(size, mtime_ns)`` of each file (``(-1, 0)``: it cannot be opened)."""
+    if not src.paths or not is_url(src.paths[0]):
+        found = {}
+        for path in src.paths:
+            try:
+                found[path] = local_stamp(path)
+            except OSError:
+                found[path] = (-1, 0)  # scan_file says why
+        return found
+    fs, _ = file_system(src.paths[0], src.storage_options)
+    found = {}
+    for path in src.paths:
+        try:
+            found[path] = stamp(fs.info(path))
+        except OSError:
+            found[path] = (-1, 0)
+    return found
 
 
 def _mismatch(header: Header, shape: tuple[int, ...], dtype: np.dtype, count: int) -> str:

@@ -10,6 +10,7 @@ from pathlib import PurePath
 
 from .errors import TargetError
 from .stackinfo import StackInfo
+from .storage import is_url
 
 __all__ = ["Target", "check_directory", "check_inputs", "output_paths", "parse_target"]
 
@@ -31,7 +32,13 @@ class Target:
 
     def __post_init__(self) -> None:
         # Absolute: the tasks that write may run in workers started in another directory.
-        object.__setattr__(self, "directory", os.path.abspath(self.directory))
+        if not self.remote:
+            object.__setattr__(self, "directory", os.path.abspath(self.directory))
+
+    @property
+    def remote(self) -> bool:
+        """Whether the target is a URL (object storage), not a local path."""
+        return is_url(self.directory)
 
     @property
     def extension(self) -> str:
@@ -64,13 +71,15 @@ def parse_target(target: str | os.PathLike[str]) -> Target:
     if name.lower().endswith(_OME_TIFF):
         return Target(given, folder or ".", name, False, True, ome_tiff=True)
     is_pattern = any(c in name for c in "*{") or bool(os.path.splitext(name)[1])
-    if given.endswith(("/", os.sep)) or os.path.isdir(path) or not is_pattern:
+    if given.endswith(("/", os.sep)) or not is_pattern or not is_url(path) and os.path.isdir(path):
         return Target(given, path, _DEFAULT_PATTERN, False, False)
     return Target(given, folder or ".", name, False, False)
 
 
 def check_directory(target: Target) -> None:
     """Refuse a target whose directory cannot be made because a file is in the way."""
+    if target.remote:
+        return  # object storage has no directories to be in the way
     existing = target.directory
     while not os.path.exists(existing):
         existing = os.path.dirname(existing)

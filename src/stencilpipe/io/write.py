@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -38,6 +38,7 @@ from .provenance import (
     records_dir,
     write_record,
 )
+from .remote import RemoteDirectory
 from .stackinfo import StackInfo, all_inputs, frame_inputs, inputs_of, source_names
 from .targets import Target, check_directory, check_inputs, output_paths, parse_target
 from .tiffmeta import TiffTags
@@ -62,6 +63,7 @@ def imsave(
     wait: bool = False,
     metadata: Metadata | None = None,
     levels: int = 1,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> WriteReport | Delayed:
     """Write the frames of ``array`` (its first axis) in parallel, atomically, resumably.
 
@@ -103,6 +105,11 @@ def imsave(
         axes before ``y`` flattened in order).
     levels : int
         For OME-Zarr, how many resolution levels to write (each halves y and x).
+    storage_options : dict, optional
+        For a URL target (``s3://``, ``gs://``, ``az://``, ``memory://``): the options of
+        its fsspec file system. Files are whole-object puts there; Zarr chunks go through
+        zarr's fsspec store; provenance records and resume work as on disk, but object
+        storage has no lock: one run at a time per output URL.
 
     Returns
     -------
@@ -142,6 +149,7 @@ def imsave(
         provenance=provenance,
         metadata=metadata,
         levels=levels,
+        storage_options=storage_options,
     )
     if not compute:
         planned = plan_write(array, target, **options)
@@ -166,6 +174,7 @@ def plan_write(
     lock: LockOutput | None = None,
     metadata: Metadata | None = None,
     levels: int = 1,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> PendingWrite | Delayed:
     """Plan what :func:`imsave` writes: checks the target, keeps what is still right.
 
@@ -190,6 +199,10 @@ def plan_write(
     where = parse_target(target)
     check_directory(where)
     provenance = provenance or Provenance.of({"array": array.name}, array.name)
+    remote = RemoteDirectory(where.directory, storage_options) if where.remote else None
+    if remote:
+        remote.check(where.given)
+        lock = None  # object storage has no lock files
     if levels != 1 and not (where.zarr and where.ome):
         raise TargetError(f"levels={levels} applies to OME-Zarr targets (.ome.zarr) only")
     if where.zarr:
@@ -206,8 +219,15 @@ def plan_write(
             run=run,
             metadata=metadata,
             levels=levels,
+            remote=remote,
         )
     if where.ome_tiff:
+        if remote:
+            raise TargetError(
+                f"cannot write the OME-TIFF {where.given} to object storage (its tasks write "
+                "into one shared file): write .ome.zarr there, or the OME-TIFF to a local or "
+                "shared file system"
+            )
         path = os.path.join(where.directory, where.pattern)
         check_inputs(where, [path], inputs)
         run = lock(where.directory, where.given) if lock else new_run()
@@ -224,7 +244,7 @@ def plan_write(
     frames = array.reshape((-1, *array.shape[metadata.axes.index("y") :]))
     tags = _frame_tags(inputs, frames)
     return plan_files(
-        frames, where, names, overwrite, compression, inputs, only, provenance, lock, tags
+        frames, where, names, overwrite, compression, inputs, only, provenance, lock, tags, remote
     )
 
 
@@ -285,6 +305,7 @@ def plan_files(
     provenance: Provenance,
     lock: LockOutput | None,
     tags: Sequence[TiffTags | None] | None = None,
+    remote: RemoteDirectory | None = None,
 ) -> PendingWrite:
     """Plan writing ``array`` one file per frame into ``target`` (see :func:`imsave`);
     a TIFF frame keeps ``tags[i]``, its input's resolution tags and ImageDescription."""
@@ -305,6 +326,16 @@ def plan_files(
     wanted = [only is None or p in only for p in paths]
     if overwrite:
         verdicts = [NEW if w else KEPT for w in wanted]
+    elif remote:
+        asked = [i for i, w in enumerate(wanted) if w]
+        found = remote.judge(
+            [os.path.basename(paths[i]) for i in asked],
+            provenance,
+            [identities[i] for i in asked],
+        )
+        verdicts = [KEPT] * frames
+        for i, verdict in zip(asked, found, strict=True):
+            verdicts[i] = verdict
     else:
         records = [record_path(target.directory, os.path.basename(p)) for p in paths]
         asked = [i for i, w in enumerate(wanted) if w]
@@ -334,7 +365,7 @@ def plan_files(
         plan[i] = "" if done[i] else (path, identity, tags[i] if tags else None)
     sub = select_blocks(array, todo)
     plan = plan[np.concatenate([np.asarray(blocks[b]) for b in todo])]
-    ready = dask.delayed(_prepare, pure=True)(target.directory, run)
+    ready = dask.delayed(_prepare, pure=True)(target.directory, run, remote is not None)
     status = da.blockwise(
         _write_frames,
         "t",
@@ -347,6 +378,7 @@ def plan_files(
         writer=writer,
         compression=compression,
         provenance=provenance,
+        remote=remote,
         concatenate=True,
         dtype=np.int64,
         meta=np.empty(0, np.int64),
@@ -369,8 +401,11 @@ def plan_files(
     )
 
 
-def _prepare(directory: str, run: str) -> None:
-    """Runs before any frame task: make the directory, clear dead runs' temp files."""
+def _prepare(directory: str, run: str, remote: bool) -> None:
+    """Runs before any frame task: make the directory, clear dead runs' temp files (object
+    storage has neither)."""
+    if remote:
+        return
     os.makedirs(directory, exist_ok=True)
     writing = {run, live_run(directory)}
     remove_stale_temps(directory, writing)
@@ -386,9 +421,10 @@ def _write_frames(
     writer: FrameWriter,
     compression: str | None,
     provenance: Provenance,
+    remote: RemoteDirectory | None,
 ) -> np.ndarray:
-    """Write each frame of ``block`` whose ``plan`` entry is ``(path, inputs)``, then its
-    provenance record; return bytes per frame."""
+    """Write each frame of ``block`` whose ``plan`` entry is ``(path, inputs, tags)``, then
+    its provenance record; return bytes per frame."""
     block = to_numpy(block)
     written = np.zeros(len(plan), np.int64)
     for i, entry in enumerate(plan):
@@ -397,7 +433,11 @@ def _write_frames(
             encoded = io.BytesIO()  # encoded in memory: checksummed, then written in one go
             writer.write(encoded, block[i], compression, tags)
             data = encoded.getbuffer()
-            written[i] = write_atomic(path, lambda fh, data=data: fh.write(data), run=run)
             directory, name = os.path.split(path)
+            if remote:
+                written[i] = remote.put(path, data)
+                remote.write_record(name, data, provenance, inputs)
+                continue
+            written[i] = write_atomic(path, lambda fh, data=data: fh.write(data), run=run)
             write_record(directory, name, data, provenance=provenance, inputs=inputs, run=run)
     return written

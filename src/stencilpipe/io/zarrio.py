@@ -15,6 +15,7 @@ import itertools
 import math
 import os
 import string
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -31,6 +32,8 @@ from .metadata import AXIS_KINDS, Metadata, canonical_order
 from .ngff import ngff_attributes, ngff_metadata
 from .plan import frame_blocks, lazy_report, select_blocks, to_numpy
 from .provenance import DAMAGED, KEPT, NEW, STALE, Provenance, judge, record_path, write_record
+from .remote import RemoteDirectory
+from .storage import is_url
 
 __all__ = ["open_zarr", "save_zarr"]
 
@@ -47,15 +50,18 @@ _PLAIN = {2: "yx", 3: "iyx", 4: "iyxs"}
 _RUN = "stencilpipe_run"
 
 
-def open_zarr(path: str) -> tuple[da.Array, Metadata]:
+def open_zarr(
+    path: str, storage_options: Mapping[str, Any] | None = None
+) -> tuple[da.Array, Metadata]:
     """A Zarr array, or an OME-Zarr image's first level, as stored, and its metadata.
 
     An OME-Zarr image's axes, scale and units come from its ``multiscales`` metadata, its
     channel names from ``omero``; a plain array's axes from its dimension names when they
     are axis letters, else it is ``(y, x)``, ``(frames, y, x)`` or ``(frames, y, x, c)``.
     """
+    options = {"storage_options": dict(storage_options)} if is_url(path) else {}
     try:
-        node = zarr.open(path, mode="r")
+        node = zarr.open(path, mode="r", **options)
     except Exception as exc:
         raise ImageStackError(f"{path}: not a readable Zarr store ({exc})") from None
     if isinstance(node, zarr.Group):
@@ -104,6 +110,12 @@ class _Layout:
     compressors: Any
     metadata: Metadata | None = None
     levels: int = 1
+    remote: RemoteDirectory | None = None
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """What zarr's ``open_*`` and ``create_*`` take to reach the store."""
+        return {"storage_options": self.remote.storage_options} if self.remote else {}
 
     @property
     def about(self) -> Metadata:
@@ -127,6 +139,7 @@ def save_zarr(
     run: str,
     metadata: Metadata,
     levels: int = 1,
+    remote: RemoteDirectory | None = None,
 ) -> Delayed:
     """Plan writing ``array`` into the Zarr store ``store``; a delayed WriteReport.
 
@@ -158,9 +171,10 @@ def save_zarr(
         _compressors(compression),
         metadata,
         levels,
+        remote,
     )
-    existing = None if overwrite else _open_array(layout.location)
-    if existing is None and not overwrite and os.path.exists(store) and os.listdir(store):
+    existing = None if overwrite else _open_array(layout.location, layout)
+    if existing is None and not overwrite and _holds_anything(layout):
         raise TargetError(
             f"{store} exists but holds no array that this write can resume; pass "
             "overwrite=True to replace it, or choose another target"
@@ -251,7 +265,11 @@ def _write_level(array: da.Array, layout: _Layout, level: int, ready: Delayed) -
     lower = lower.rechunk(_level_chunks(layout, level))
     return (
         lower.map_blocks(
-            _put, location=_level_location(layout, level), ready=ready, dtype=lower.dtype
+            _put,
+            location=_level_location(layout, level),
+            layout=layout,
+            ready=ready,
+            dtype=lower.dtype,
         )
         .to_delayed(optimize_graph=False)
         .ravel()
@@ -269,10 +287,12 @@ def _level_shape(layout: _Layout, level: int) -> tuple[int, ...]:
     return (*layout.shape[:-2], *(-(-n // step) for n in layout.shape[-2:]))
 
 
-def _put(block: np.ndarray, *, location: str, ready: None, block_info: Any = None) -> np.ndarray:
+def _put(
+    block: np.ndarray, *, location: str, layout: _Layout, ready: None, block_info: Any = None
+) -> np.ndarray:
     """Write one block of a lower level where it belongs (its chunk, whole)."""
     region = tuple(slice(*where) for where in block_info[0]["array-location"])
-    zarr.open_array(location, mode="r+")[region] = to_numpy(block)
+    zarr.open_array(location, mode="r+", **layout.options)[region] = to_numpy(block)
     return np.zeros((0,) * block.ndim, block.dtype)
 
 
@@ -285,11 +305,26 @@ def _union(identities: Any) -> list[list]:
     return list(seen.values())
 
 
-def _open_array(location: str) -> zarr.Array | None:
+def _open_array(location: str, layout: _Layout) -> zarr.Array | None:
     try:
-        return zarr.open_array(location, mode="r")
+        return zarr.open_array(location, mode="r", **layout.options)
     except (OSError, zarr.errors.BaseZarrError):
         return None
+
+
+def _holds_anything(layout: _Layout) -> bool:
+    """Whether the store's place holds anything (a store there is not to be replaced)."""
+    if layout.remote:
+        fs = layout.remote.fs
+        fs.invalidate_cache()
+        where = layout.remote.path_of(layout.store)
+        return bool(fs.exists(where) and fs.ls(where))
+    return os.path.exists(layout.store) and bool(os.listdir(layout.store))
+
+
+def _key(path: str, layout: _Layout) -> str:
+    """The name of a file of the store, relative to the store."""
+    return path[len(layout.store.rstrip("/" + os.sep)) + 1 :]
 
 
 def _chunk_path(array: zarr.Array, layout: _Layout, coords: tuple[int, ...]) -> str:
@@ -310,8 +345,12 @@ def _judge_blocks(
         for rest in itertools.product(*grid):
             owners.append(block)
             paths.append(_chunk_path(array, layout, (block, *rest)))
-    records = [record_path(layout.store, os.path.relpath(p, layout.store)) for p in paths]
-    found = judge(paths, records, provenance, [inputs[b] for b in owners])
+    identities = [inputs[b] for b in owners]
+    if layout.remote:
+        found = layout.remote.judge([_key(p, layout) for p in paths], provenance, identities)
+    else:
+        records = [record_path(layout.store, _key(p, layout)) for p in paths]
+        found = judge(paths, records, provenance, identities)
     per_block: list[set[str]] = [set() for _ in range(blocks)]
     for block, verdict in zip(owners, found, strict=True):
         per_block[block].add(verdict)
@@ -324,7 +363,7 @@ def _create(layout: _Layout, *, run: str, create: bool) -> None:
     The array records ``run``, so that when a cluster runs this task again (its worker
     died) it leaves the array, and the chunks written since, as they are.
     """
-    made = _open_array(layout.location) if create else None
+    made = _open_array(layout.location, layout) if create else None
     if not create or (made is not None and made.attrs.get(_RUN) == run):
         return
     options: dict[str, Any] = dict(
@@ -336,9 +375,9 @@ def _create(layout: _Layout, *, run: str, create: bool) -> None:
         attributes={_RUN: run},
     )
     if not layout.ome:
-        zarr.create_array(layout.store, overwrite=True, zarr_format=3, **options)
+        zarr.create_array(layout.store, overwrite=True, zarr_format=3, **options, **layout.options)
         return
-    group = zarr.open_group(layout.store, mode="w", zarr_format=3)
+    group = zarr.open_group(layout.store, mode="w", zarr_format=3, **layout.options)
     step = dict(zip(layout.axes, layout.about.scale, strict=True))
     scales = [
         [step[a] * (2**level if a in "yx" else 1) for a in layout.axes]
@@ -381,7 +420,8 @@ def _write_block(
 ) -> np.ndarray:
     """Write one chunk (one block of the regular chunking), then its provenance record."""
     region = tuple(slice(int(ix[0]), int(ix[-1]) + 1) for ix in index)
-    target = zarr.open_array(layout.location, mode="r+").with_config({"write_empty_chunks": True})
+    target = zarr.open_array(layout.location, mode="r+", **layout.options)
+    target = target.with_config({"write_empty_chunks": True})
     try:
         target[region] = to_numpy(block)
     except OSError as exc:
@@ -390,14 +430,13 @@ def _write_block(
         raise
     coords = tuple(int(ix[0]) // c for ix, c in zip(index, layout.chunks, strict=True))
     path = _chunk_path(target, layout, coords)
-    with open(path, "rb") as fh:
-        data = fh.read()
-    write_record(
-        layout.store,
-        os.path.relpath(path, layout.store),
-        data,
-        provenance=provenance,
-        inputs=inputs[0],
-        run=run,
-    )
+    if layout.remote:
+        data = layout.remote.fs.cat_file(layout.remote.path_of(path))
+        layout.remote.write_record(_key(path, layout), data, provenance, inputs[0])
+    else:
+        with open(path, "rb") as fh:
+            data = fh.read()
+        write_record(
+            layout.store, _key(path, layout), data, provenance=provenance, inputs=inputs[0], run=run
+        )
     return np.full((1,) * len(index), block.nbytes, np.int64)
