@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .stencils import Stencil
+from .stencils.windows import ExtremumPass, RankWindow
 
 __all__ = ["mean", "gaussian", "sobel", "laplace", "minimum", "maximum", "median", "FILTERS"]
 
@@ -47,17 +48,31 @@ def _from_source(name: str, source: str, namespace: dict[str, Any], **options: A
     return Stencil.from_source(name, source, namespace, module=__name__, **options)
 
 
-def _loops(window: list[tuple[int, int]], body: str) -> str:
-    """``for o0 in range(...):`` nest around ``body`` (one statement, uses ``o0, o1, ...``)."""
+def _loops(window: list[tuple[int, int]], body: str, name: str = "o", depth: int = 1) -> str:
+    """``for o0 in range(...):`` nest around ``body`` (statements, using ``o0, o1, ...``),
+    indented ``depth`` levels."""
     lines = []
     for d, (first, last) in enumerate(window):
-        lines.append("    " * (d + 1) + f"for o{d} in range({first}, {last + 1}):")
-    lines.append("    " * (len(window) + 1) + body)
+        lines.append("    " * (depth + d) + f"for {name}{d} in range({first}, {last + 1}):")
+    indent = "    " * (depth + len(window))
+    lines += [indent + line for line in body.splitlines()]
     return "\n".join(lines)
 
 
-def _index(ndim: int) -> str:
-    return ", ".join(f"o{d}" for d in range(ndim))
+def _index(ndim: int, name: str = "o") -> str:
+    return ", ".join(f"{name}{d}" for d in range(ndim))
+
+
+#: Window elements above which minimum, maximum and median run on the CPU as window
+#: passes (:mod:`stencilpipe.stencils.windows`: time nearly flat in the window, compiled
+#: once per dtype) instead of as their per-point kernels, which the GPU runs. Measured on
+#: 2048x2048 uint8: a 3x3 per-point minimum is as fast as the passes, a 5x5 one slower;
+#: a 5x5 median network is faster than the histogram, a 7x7 one takes a minute to compile.
+WINDOW_PASSES_ABOVE = {"extremum": 9, "median": 25}
+
+
+def _halos(window: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    return tuple((-first, last) for first, last in window)
 
 
 def mean(size: int | Sequence[int] = 3, *, ndim: int = 2, **options: Any) -> Stencil:
@@ -312,9 +327,33 @@ def _weighted_sum(
             for offset, w in terms.items()
             if w
         ]
+    elif float_type == "float64" and _symmetric(terms):
+        lines = [
+            f"    total += {term(w, reads[o])}" for o, w in terms.items() if w and o == _flip(o)
+        ]
+        lines += [
+            f"    total += {w!r} * ({reads[o]} + {reads[_flip(o)]})"
+            for o, w in terms.items()
+            if w and o < _flip(o)
+        ]
     else:
         lines = [f"    total += {term(w, reads[offset])}" for offset, w in terms.items() if w]
     return f"def {name}(x):\n    total = {start}\n" + "\n".join(lines) + "\n    return total\n"
+
+
+def _flip(offset: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(-o for o in offset)
+
+
+def _symmetric(terms: dict[tuple[int, ...], float]) -> bool:
+    """Whether every weight equals its mirror's (``terms[-o] == terms[o]``).
+
+    Such sums are written as scipy's correlate1d computes them: the centre's term,
+    then ``w * (x[-o] + x[o])`` from the outermost pair inwards. It halves the
+    multiplications (and the int-to-float conversions of integer inputs, whose pair
+    sums are exact), and a 1-D pass gives scipy's float64 values bit for bit.
+    """
+    return all(terms.get(_flip(o)) == w for o, w in terms.items())
 
 
 def sobel(axis: int = -1, *, ndim: int = 2, **options: Any) -> Stencil:
@@ -394,7 +433,16 @@ def _extremum(which: str, size: int | Sequence[int], ndim: int, options: dict) -
         + _loops(window, f"best = {which}(best, x[{_index(ndim)}])")
         + "\n    return best\n"
     )
-    return _from_source(name, source, {}, **options)
+    made = _from_source(name, source, {}, **options)
+    if math.prod(last - first + 1 for first, last in window) > WINDOW_PASSES_ABOVE["extremum"]:
+        made.passes = {
+            "cpu": tuple(
+                ExtremumPass(d, before, after, which == "max", ndim)
+                for d, (before, after) in enumerate(_halos(window))
+                if before or after
+            )
+        }
+    return made
 
 
 def minimum(size: int | Sequence[int] = 3, *, ndim: int = 2, **options: Any) -> Stencil:
@@ -446,6 +494,8 @@ def median(size: int | Sequence[int] = 3, *, ndim: int = 2, **options: Any) -> S
     window = _window(size, ndim)
     offsets = list(itertools.product(*(range(first, last + 1) for first, last in window)))
     rank = len(offsets) // 2
+    if len(offsets) > WINDOW_PASSES_ABOVE["median"]:
+        return _big_median(window, rank, options)
     lines = [f"    v{k} = x[{', '.join(map(str, offset))}]" for k, offset in enumerate(offsets)]
     lines += [
         f"    v{a}, v{b} = min(v{a}, v{b}), max(v{a}, v{b})"
@@ -453,6 +503,31 @@ def median(size: int | Sequence[int] = 3, *, ndim: int = 2, **options: Any) -> S
     ]
     source = "def median(x):\n" + "\n".join(lines) + f"\n    return v{rank}\n"
     return _from_source("median", source, {}, **options)
+
+
+def _big_median(window: list[tuple[int, int]], rank: int, options: dict) -> Stencil:
+    """A median over a big window: window passes on the CPU (up to 3 core axes), and a
+    per-point kernel that compiles fast whatever the window (for the GPU, and ``wrap``):
+    the value with ``rank`` values below it and more up to it, by counting."""
+    ndim = len(window)
+    first = ", ".join(str(lo) for lo, _ in window)
+    count = (
+        "value = x["
+        + _index(ndim)
+        + "]\nless = 0\nequal = 0\n"
+        + _loops(
+            window,
+            "other = x[" + _index(ndim, "p") + "]\nless += other < value\nequal += other == value",
+            name="p",
+            depth=0,
+        )
+        + f"\nif less <= {rank} and {rank} < less + equal:\n    result = value"
+    )
+    source = f"def median(x):\n    result = x[{first}]\n" + _loops(window, count)
+    made = _from_source("median", source + "\n    return result\n", {}, **options)
+    if ndim <= 3:
+        made.passes = {"cpu": (RankWindow(_halos(window), rank),)}
+    return made
 
 
 #: The built-in filters by name, as the CLI and configs refer to them.

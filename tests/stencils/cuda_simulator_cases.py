@@ -248,3 +248,21 @@ def test_nan_cval_on_the_device():
     got = host(sp.library.mean(3)(device(x), boundary="constant", cval=np.nan))
     np.testing.assert_array_equal(got, sp.library.mean(3)(x, boundary="constant", cval=np.nan))
     assert np.isnan(got[0]).all() and not np.isnan(got[1:-1, 1:-1]).any()
+
+
+def test_big_windows_run_their_per_point_kernels_on_the_device():
+    """The GPU runs a big median's counting kernel and a big maximum's loop, and they give
+    what the CPU's window passes give (and scipy)."""
+    from scipy import ndimage as ndi
+
+    x = random_array((4, 5), np.uint8, seed=28)
+    mode = "constant"
+    for stencil, theirs in [
+        (sp.library.median((3, 9), boundary=mode, cval=3), ndi.median_filter),
+        (sp.library.maximum((5, 3), boundary=mode, cval=3), ndi.maximum_filter),
+    ]:
+        got = host(stencil(device(x)))
+        np.testing.assert_array_equal(got, stencil(x))
+        np.testing.assert_array_equal(
+            got, theirs(x, size=[b + a + 1 for b, a in stencil.halo], mode=mode, cval=3)
+        )

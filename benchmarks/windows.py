@@ -1,0 +1,139 @@
+"""Big windows: minimum, maximum and median as window passes, side by side with OpenCV and scipy.
+
+One 2048x2048 uint8 frame (and uint16, float32 where OpenCV has no such filter),
+reflect borders, the same threads for everyone (``--threads``, default 2). Each
+row is timed in this one run, best of N; ratios are to OpenCV where it has the
+filter, else to scipy. ``--compile`` also times, in fresh processes on an empty
+kernel cache, the first call of a 15x15 median: the window pass against the
+per-point selection network it replaces (minutes: off by default).
+
+    python benchmarks/windows.py [--threads 2] [--compile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+from common import best_time, print_table
+
+PER_POINT_MEDIAN = """
+import numpy as np, stencilpipe as sp, time
+stencil = sp.library.median({size})
+stencil.passes = None  # the per-point kernel: what the library ran before the window passes
+x = np.zeros((1, 64, 64), np.uint8)
+start = time.perf_counter(); stencil(x); print(time.perf_counter() - start)
+"""
+
+WINDOW_MEDIAN = """
+import numpy as np, stencilpipe as sp, time
+x = np.zeros((1, 64, 64), np.uint8)
+start = time.perf_counter(); sp.library.median({size})(x); print(time.perf_counter() - start)
+"""
+
+
+def timed(function, *args, **options) -> float:
+    """Best time of ``function(*args)`` (``options`` as :func:`common.best_time` takes them)."""
+    return best_time(lambda: function(*args), **options)
+
+
+def first_call(code: str) -> float:
+    """Seconds of a first call in a fresh process on an empty kernel cache."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "STENCILPIPE_CACHE_DIR": cache, "NUMBA_CACHE_DIR": cache}
+        done = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
+    return float(done.stdout.split()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--compile", action="store_true", help="time first calls (minutes)")
+    args = parser.parse_args()
+
+    import cv2
+    from scipy import ndimage as ndi
+
+    import stencilpipe as sp
+    from stencilpipe.stencils.threads import set_num_threads
+
+    set_num_threads(args.threads)
+    cv2.setNumThreads(args.threads)
+    rng = np.random.default_rng(0)
+    frame8 = rng.integers(0, 256, (2048, 2048), dtype=np.uint8)
+    frame16 = rng.integers(0, 65536, (2048, 2048), dtype=np.uint16)
+    small32 = rng.random((512, 512), dtype=np.float32)
+    reflect = cv2.BORDER_REFLECT
+
+    for size in (5, 15, 31):
+        box = np.ones((size, size), np.uint8)
+        minimum, maximum = sp.library.minimum(size), sp.library.maximum(size)
+        rows = [
+            (f"stencilpipe minimum {size}x{size} uint8", timed(minimum, frame8)),
+            (f"stencilpipe maximum {size}x{size} uint8", timed(maximum, frame8)),
+            (f"stencilpipe minimum {size}x{size} uint16", timed(minimum, frame16)),
+            ("cv2.erode uint8", timed(cv2.erode, frame8, box, borderType=reflect)),
+            ("cv2.dilate uint8", timed(cv2.dilate, frame8, box, borderType=reflect)),
+            ("cv2.erode uint16", timed(cv2.erode, frame16, box, borderType=reflect)),
+            (
+                "scipy minimum_filter uint8",
+                timed(ndi.minimum_filter, frame8, size, repeat=3),
+            ),
+        ]
+        print_table(f"minimum/maximum {size}x{size}, 2048x2048", rows, "cv2.erode uint8")
+
+    for size in (7, 15):
+        median = sp.library.median(size)
+        rows = [
+            (
+                f"stencilpipe median {size}x{size} uint8",
+                timed(median, frame8, repeat=3),
+            ),
+            ("cv2.medianBlur uint8", timed(cv2.medianBlur, frame8, size, repeat=3)),
+            (
+                f"stencilpipe median {size}x{size} uint16",
+                timed(median, frame16, repeat=2, warmup=1),
+            ),
+            (
+                "scipy median_filter uint8",
+                timed(ndi.median_filter, frame8, size, repeat=1, warmup=0),
+            ),
+        ]
+        print_table(f"median {size}x{size}, 2048x2048", rows, "cv2.medianBlur uint8")
+        rows = [
+            (
+                f"stencilpipe median {size}x{size} float32",
+                timed(median, small32, repeat=2, warmup=1),
+            ),
+            (
+                "scipy median_filter float32",
+                timed(ndi.median_filter, small32, size, repeat=2, warmup=0),
+            ),
+        ]
+        print_table(
+            f"median {size}x{size} float32, 512x512 (no OpenCV filter)",
+            rows,
+            "scipy median_filter float32",
+        )
+
+    if args.compile:
+        print("\n## first call of a median on an empty kernel cache (compile included)\n")
+        for size in (7, 9, 15):
+            started = time.perf_counter()
+            window = first_call(WINDOW_MEDIAN.format(size=size))
+            per_point = first_call(PER_POINT_MEDIAN.format(size=size))
+            print(
+                f"median {size}x{size}: window pass {window:.1f} s, per-point kernel "
+                f"{per_point:.1f} s ({time.perf_counter() - started:.0f} s wall)"
+            )
+
+
+if __name__ == "__main__":
+    main()
