@@ -398,6 +398,12 @@ class PipelineConfig(_Strict):
     #: Leave out unreadable or mismatched input files (listed) instead of stopping.
     skip_bad: bool = False
     compression: str | None = None
+    #: OME-Zarr outputs: how many resolution levels (each halves y and x).
+    levels: PositiveInt = 1
+    #: fsspec options for ``input``/``output`` URLs (``endpoint_url``, ``profile``, ``anon``,
+    #: ``region_name``...), as dask's readers take them. Never printed nor dumped: keep
+    #: secrets in the usual environment variables and files rather than here.
+    storage_options: dict[str, Any] = Field(default_factory=dict, repr=False, exclude=True)
     #: ``batch``: no fsync per output, one flush of the file system when the run ends (outputs
     #: a crash left unflushed fail resume's checksums and are recomputed); ``per-file``: each
     #: output is fsync'd before it is renamed into place.
@@ -527,10 +533,12 @@ def _message(item: Any, key: tuple) -> str:
         return f"unknown key; {_nearest(key[-1], _keys_at(key[:-1]), 'key')}"
     if kind == "unknown_stage":
         return _unknown_stage(item.get("input"))
+    # storage_options may hold credentials: its values are never echoed
+    given = "a value (not shown)" if "storage_options" in key else repr(item.get("input"))
     if kind in ("model_type", "model_attributes_type", "dict_type"):
-        return f"expected a mapping (key: value), got {item.get('input')!r}"
+        return f"expected a mapping (key: value), got {given}"
     if kind == "list_type":
-        return f"expected a list (- item), got {item.get('input')!r}"
+        return f"expected a list (- item), got {given}"
     message = item["msg"]
     for prefix in ("Value error, ", "Assertion failed, "):
         message = message.removeprefix(prefix)
