@@ -61,7 +61,9 @@ class _Rows:
         self.ready = False
 
     def run(self, x: np.ndarray, out: np.ndarray, cval: Any, *, start: int, stop: int) -> None:
-        self._call(x, out, cval, start, stop, self._out_type)
+        # cval as the input's type (it holds it: fill_values checked), not widened: an
+        # int64 window must not pass through float64.
+        self._call(x, out, x.dtype.type(cval), start, stop, self._out_type)
         self.ready = True
 
     def __call__(self, x: np.ndarray, out: np.ndarray, cval: Any, *, rows: int) -> None:
@@ -74,7 +76,7 @@ class _Rows:
         """Compile for the types of ``args`` (``x, out, cval, start, stop``) by running
         the loop over no rows."""
         x, out, cval, *_ = args
-        self._call(x, out, cval, 0, 0, self._out_type)
+        self._call(x, out, x.dtype.type(cval), 0, 0, self._out_type)
 
 
 @dataclass(frozen=True)
