@@ -185,20 +185,22 @@ def execute_here(
             blocks.collect(index[key], lambda: result)
 
     # The pool is this call's own: a failure returns only once the tasks running are done.
+    # Given as the scheduler, it also spares Dask its look for a distributed Client (an
+    # import of distributed that a run on threads does not need).
     with ThreadPoolExecutor(threads) as pool:
         try:
             with Callback(posttask=finished):
-                dask.compute(*blocks.delayed, scheduler="threads", pool=pool)
+                dask.compute(*blocks.delayed, scheduler=pool)
         except NoSpaceLeft:
             blocks.no_space()
         except Exception:  # noqa: BLE001 - a block failed: the rest, one at a time
             for i, block in enumerate(blocks.delayed):
                 if i not in blocks.results:
-                    again = functools.partial(block.compute, scheduler="threads", pool=pool)
+                    again = functools.partial(block.compute, scheduler=pool)
                     blocks.collect(i, again)
     if blocks.delayed:
         if blocks.files:
-            write.finish().compute(scheduler="sync")
+            write.finish().compute(scheduler=dask.get)
         _flush(blocks.directory)
     return blocks.outcome()
 
@@ -248,4 +250,6 @@ def remove_leftovers(write: Any) -> None:
     mid-write): the last clean-up of a run that ended early."""
     if isinstance(write, PendingWrite) and write.status is not None:
         if os.path.isdir(write.directory):
-            write.finish().compute(scheduler="sync")
+            import dask
+
+            write.finish().compute(scheduler=dask.get)
