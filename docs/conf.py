@@ -7,7 +7,13 @@ line is documented from its click group by sphinx-click, so all three come from 
 
 from __future__ import annotations
 
+import inspect
+
 import stencilpipe
+import stencilpipe.io
+import stencilpipe.library
+import stencilpipe.ndfilters
+import stencilpipe.ndmorph
 
 project = "stencilpipe"
 author = "the stencilpipe developers"
@@ -29,8 +35,38 @@ html_title = f"stencilpipe {release}"
 html_favicon = "_static/favicon.svg"  # browsers ask for /favicon.ico (a 404) without one
 
 autosummary_generate = True
+autosummary_ignore_module_all = False  # a module's page lists its __all__, imported or not
 autodoc_typehints = "none"  # the signature shows them; numpydoc's Parameters say them in words
 autodoc_default_options = {"member-order": "bysource"}
+# What the module template lists beyond autosummary's own context (see
+# _templates/autosummary/module.rst): a name that ``stencilpipe`` re-exports is described there
+# once, and the pages of the modules it comes from (``stencilpipe.io``) link to it; the data
+# of ``__all__`` (autosummary lists only data with a ``#:`` comment in the module's own file).
+PUBLIC = [
+    stencilpipe,
+    stencilpipe.io,
+    stencilpipe.library,
+    stencilpipe.ndfilters,
+    stencilpipe.ndmorph,
+]
+autosummary_context = {
+    "documented_in_stencilpipe": {
+        module.__name__: [
+            name
+            for name in module.__all__
+            if getattr(stencilpipe, name, None) is getattr(module, name)
+        ]
+        for module in PUBLIC[1:]
+    },
+    "public_data": {
+        module.__name__: [
+            name
+            for name in module.__all__
+            if not callable(getattr(module, name)) and not inspect.ismodule(getattr(module, name))
+        ]
+        for module in PUBLIC
+    },
+}
 numpydoc_show_class_members = False  # the class template lists members with autodoc instead
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False

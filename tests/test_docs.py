@@ -24,13 +24,20 @@ import stencilpipe
 import stencilpipe.io
 import stencilpipe.library
 import stencilpipe.ndfilters
+import stencilpipe.ndmorph
 from stencilpipe.cli import main as cli_main
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 SITE = DOCS / "_build" / "html"
 EXAMPLES = sorted(path.stem for path in (DOCS / "examples").glob("*.py"))
 EXECUTED = [name for name in EXAMPLES if name.startswith("plot_")]
-MODULES = (stencilpipe, stencilpipe.library, stencilpipe.ndfilters, stencilpipe.io)
+MODULES = (
+    stencilpipe,
+    stencilpipe.library,
+    stencilpipe.ndfilters,
+    stencilpipe.ndmorph,
+    stencilpipe.io,
+)
 
 pytestmark = pytest.mark.skipif(
     not (SITE / "index.html").is_file(),
@@ -84,6 +91,7 @@ def test_every_example_has_its_page():
     assert set(EXAMPLES) <= pages, sorted(set(EXAMPLES) - pages)
 
 
+LOADED = "return document.readyState === 'complete' && [...document.images].every(i => i.complete);"
 # Each image of the page: its address, whether loading ended, and its decoded width.
 IMAGES = "return [...document.images].map(i => [i.currentSrc, i.complete, i.naturalWidth]);"
 
@@ -146,9 +154,12 @@ def browser(tmp_path_factory):
 
 def _open(browser, url: str) -> list[list]:
     """Load ``url``; return its images once loaded, after checking the console is clean."""
+    from selenium.webdriver.support.wait import WebDriverWait
+
     browser.get_log("browser")  # drop what an earlier page left
     browser.get(url)
-    assert browser.execute_script("return document.readyState") == "complete"
+    # get() can return before the load event (Chromium's navigation, not the page, is done)
+    WebDriverWait(browser, 60).until(lambda b: b.execute_script(LOADED), f"{url} to load")
     images = browser.execute_script(IMAGES)
     errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
     assert not errors, f"{url}: console errors {errors}"
@@ -178,7 +189,15 @@ def test_example_page_renders_its_figures(browser, site_url, name):
 
 
 @pytest.mark.parametrize(
-    "page", ["index.html", "api/index.html", "api/ndfilters.html", "cli.html", "search.html"]
+    "page",
+    [
+        "index.html",
+        "api/index.html",
+        "api/generated/stencilpipe.html",
+        "api/generated/stencilpipe.ndfilters.html",
+        "cli.html",
+        "search.html",
+    ],
 )
 def test_page_loads_without_console_errors(browser, site_url, page):
     _open(browser, site_url + page)
