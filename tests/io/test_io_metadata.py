@@ -144,7 +144,10 @@ def test_a_3d_filter_never_mixes_time_points_or_channels(ome_tiff):
 
 def test_ome_zarr_output_keeps_axes_scale_units_and_channels(ome_tiff, tmp_path):
     """ngff-zarr, validating against the NGFF schema, sees what the OME-TIFF said."""
-    imsave(imread(ome_tiff) + 1, tmp_path / "out.ome.zarr", levels=3)
+    report = imsave(imread(ome_tiff) + 1, tmp_path / "out.ome.zarr", levels=3)
+    assert report.frames_written == 24  # 2-D frames, as for files
+    again = imsave(imread(ome_tiff) + 1, tmp_path / "out.ome.zarr", levels=3)
+    assert (again.frames_written, again.frames_skipped) == (0, 24)
     multiscales = ngff_zarr.from_ngff_zarr(str(tmp_path / "out.ome.zarr"), validate=True)
     image = multiscales.images[0]
     assert image.dims == ("t", "c", "z", "y", "x")

@@ -204,8 +204,9 @@ def save_zarr(
     recomputed = tuple(
         sum(len(blocks[b]) for b in todo if verdicts[b] == kind) for kind in (STALE, DAMAGED)
     )
+    planes = math.prod(array.shape[1 : metadata.axes.index("y")])  # per step of the first axis
     if not todo:
-        return lazy_report(None, store, (), 0, array.shape[0])
+        return lazy_report(None, store, (), 0, array.shape[0] * planes)
     ready = dask.delayed(_create, pure=True)(layout, run=run, create=not fits or existing is None)
     sub = select_blocks(array, todo)
     frames = np.concatenate([np.asarray(blocks[b]) for b in todo])
@@ -238,7 +239,6 @@ def save_zarr(
             status.to_delayed(optimize_graph=False).ravel().tolist(),
             [_write_level(array, layout, level, ready) for level in range(1, levels)],
         )
-    planes = math.prod(array.shape[1 : metadata.axes.index("y")])
     return lazy_report(
         status,
         store,
