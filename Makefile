@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: help demo test test-peer bench gpu lint clean
+.PHONY: help demo test test-peer bench gpu lint docs clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
@@ -32,6 +32,15 @@ gpu: $(STAMP)  ## on a machine with an NVIDIA GPU: real-CuPy tests and the GPU b
 
 lint: $(STAMP)  ## ruff over the sources and tests
 	$(PY) -m pip install --quiet ruff && $(VENV)/bin/ruff check src tests benchmarks && $(VENV)/bin/ruff format --check src
+
+$(VENV)/.installed-docs: $(STAMP) pyproject.toml
+	$(PY) -m pip install --quiet -e ".[docs]"
+	touch $@
+
+docs: $(VENV)/.installed-docs  ## set up, then build the site in docs/_build/html (warnings as errors), check it in Chromium
+	rm -rf docs/_build docs/auto_examples docs/api/generated
+	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html
+	$(PY) -m pytest -q tests/test_docs.py
 
 clean:  ## remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .hypothesis
