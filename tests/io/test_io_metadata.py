@@ -15,7 +15,7 @@ import zarr
 from io_samples import frame
 
 from stencilpipe import library
-from stencilpipe.io import imread, imsave, inspect
+from stencilpipe.io import imread, imsave, inspect, read_image
 from stencilpipe.io.metadata import Metadata
 
 #: A 5-D stack (t, c, z, y, x) and what its OME-XML says about it.
@@ -204,3 +204,19 @@ def test_an_nd_stack_to_files_gets_one_file_per_plane(ome_tiff, tmp_path):
     np.testing.assert_array_equal(
         tifffile.imread(tmp_path / "planes" / written[5]), TCZYX.reshape(24, 16, 20)[5]
     )
+
+
+def test_read_image_and_its_metadata_carried_to_a_numpy_result(ome_tiff, tmp_path):
+    """A NumPy result has no graph to find its input in: metadata= carries the axes."""
+    image = read_image(ome_tiff)
+    assert (image.axes, image.channel_names) == ("tczyx", ("DAPI", "GFP", "RFP"))
+    assert image.as_dict()["units"]["t"] == "millisecond"
+    result = np.asarray(image.data) // 2
+    imsave(result, tmp_path / "n.ome.zarr", metadata=image.metadata)
+    imsave(image, tmp_path / "same.ome.tif")
+    zarr_image = ngff_zarr.from_ngff_zarr(str(tmp_path / "n.ome.zarr"), validate=True).images[0]
+    assert zarr_image.dims == ("t", "c", "z", "y", "x") and zarr_image.scale["z"] == 2.0
+    np.testing.assert_array_equal(np.asarray(zarr_image.data), TCZYX // 2)
+    with tifffile.TiffFile(tmp_path / "same.ome.tif") as tif:
+        assert tif.series[0].axes == "TCZYX"
+        np.testing.assert_array_equal(tif.series[0].asarray(), TCZYX)

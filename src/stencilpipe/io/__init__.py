@@ -13,13 +13,17 @@
 """
 
 from .errors import NoSpaceLeft, OutputBusy, TargetError
+from .image import Image
+from .metadata import Metadata
 from .plan import PendingWrite, WriteReport
 from .provenance import Provenance
-from .read import imread, inspect
+from .read import imread, inspect, read_image
 from .stackinfo import StackInfo, source_names
 from .write import imsave, plan_write
 
 __all__ = [
+    "Image",
+    "Metadata",
     "NoSpaceLeft",
     "OutputBusy",
     "PendingWrite",
@@ -31,5 +35,6 @@ __all__ = [
     "imsave",
     "inspect",
     "plan_write",
+    "read_image",
     "source_names",
 ]

@@ -25,13 +25,14 @@ from ..errors import ImageStackError
 from ..stencils.channels import mark_channels
 from .errors import BadImageFile
 from .formats import FrameReader, Header, scan_file
+from .image import Image
 from .metadata import Metadata, arrange
 from .sources import Source, resolve
 from .stackinfo import StackInfo, register
 from .storage import file_system, is_url, local_stamp, stamp
 from .zarrio import open_zarr
 
-__all__ = ["default_chunks", "imread", "inspect"]
+__all__ = ["default_chunks", "imread", "inspect", "read_image"]
 
 #: How many bad files a message lists by name before it only counts the rest.
 _LISTED = 20
@@ -93,11 +94,48 @@ def imread(
     >>> stack[:, 0, 0].compute().tolist()
     [1, 2, 10]
     """
+    return _opened(source, chunks, skip_bad, storage_options)[0]
+
+
+def read_image(
+    source: str | os.PathLike[str],
+    *,
+    chunks: Any = None,
+    skip_bad: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
+) -> Image:
+    """The stack :func:`imread` opens, with its axes, scale, units and channel names.
+
+    Takes the same arguments as :func:`imread` and raises the same errors.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> import tifffile
+    >>> path = os.path.join(tempfile.mkdtemp(), "cells.ome.tif")
+    >>> tifffile.imwrite(path, np.zeros((2, 3, 8, 9), np.uint16), ome=True,
+    ...                  metadata={"axes": "CZYX", "PhysicalSizeZ": 2.0,
+    ...                            "Channel": {"Name": ["DAPI", "GFP"]}})
+    >>> image = read_image(path)
+    >>> image.axes, image.data.shape, image.scale[1], image.channel_names
+    ('czyx', (2, 3, 8, 9), 2.0, ('DAPI', 'GFP'))
+    """
+    return Image(*_opened(source, chunks, skip_bad, storage_options))
+
+
+def _opened(
+    source: str | os.PathLike[str],
+    chunks: Any,
+    skip_bad: bool,
+    storage_options: Mapping[str, Any] | None,
+) -> tuple[da.Array, StackInfo]:
+    """The array and its description, registered (and its RGB samples marked)."""
     array, info = _open(source, chunks, skip_bad, storage_options)
     register(array, info)
     if info.axes.endswith("s"):
         mark_channels(array)  # the samples of RGB(A) pixels are never filtered across
-    return array
+    return array, info
 
 
 def inspect(

@@ -23,6 +23,7 @@ from dask.delayed import Delayed
 from .atomic import new_run, remove_stale_temps, write_atomic
 from .errors import BadImageFile, TargetError
 from .formats import FrameWriter, scan_file, writer_for
+from .image import Image
 from .lock import Locks, live_run
 from .metadata import Metadata
 from .ometiff import save_ome_tiff
@@ -69,8 +70,9 @@ def imsave(
 
     Parameters
     ----------
-    array : dask.array.Array or numpy.ndarray
-        ``(frames, y, x)`` or ``(frames, y, x, c)``; a 2-D array is one frame.
+    array : dask.array.Array, numpy.ndarray or Image
+        ``(frames, y, x)`` or ``(frames, y, x, c)``; a 2-D array is one frame; an array
+        of more axes with ``metadata``; an :class:`~stencilpipe.io.Image` with its own.
     target : str or path
         A directory (``"out/"``: one ``.tif`` per frame), a pattern (``"out/*.png"``: ``*``
         is the frame's name; ``"out/frame_{:05d}.tif"``: ``{}`` its index, ``{name}`` its
@@ -142,6 +144,8 @@ def imsave(
     >>> imsave(frames + 1, out, compression="zlib").frames_stale  # another computation
     3
     """
+    if isinstance(array, Image):
+        array, metadata = array.data, metadata or array.metadata
     options: dict[str, Any] = dict(
         overwrite=overwrite,
         compression=compression,
