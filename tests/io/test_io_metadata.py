@@ -15,6 +15,7 @@ import zarr
 from io_samples import frame
 
 from stencilpipe import library
+from stencilpipe.errors import ImageStackError
 from stencilpipe.io import imread, imsave, inspect, read_image
 from stencilpipe.io.metadata import Metadata
 
@@ -220,3 +221,13 @@ def test_read_image_and_its_metadata_carried_to_a_numpy_result(ome_tiff, tmp_pat
     with tifffile.TiffFile(tmp_path / "same.ome.tif") as tif:
         assert tif.series[0].axes == "TCZYX"
         np.testing.assert_array_equal(tif.series[0].asarray(), TCZYX)
+
+
+def test_which_axes_a_stage_filters(ome_tiff, tmp_path, pngs):
+    assert inspect(ome_tiff).filtered_axes(3) == "zyx"
+    assert inspect(pngs[0]).filtered_axes(3) == "iyx"  # frames of unknown kind serve as z
+    tifffile.imwrite(tmp_path / "tc.ome.tif", TCZYX[:, :, 0], ome=True, metadata={"axes": "TCYX"})
+    info = inspect(tmp_path / "tc.ome.tif")
+    assert info.filtered_axes(2) == "yx"
+    with pytest.raises(ImageStackError, match=r"3-D stage would filter across the c axis"):
+        info.filtered_axes(3)

@@ -16,6 +16,7 @@ import dask.array as da
 import numpy as np
 from dask.utils import format_bytes
 
+from ..errors import ImageStackError
 from .metadata import Metadata
 from .tiffmeta import TiffTags
 
@@ -96,6 +97,37 @@ class StackInfo:
     def frame_shape(self) -> tuple[int, ...]:
         """The shape of one frame: ``(y, x)`` or ``(y, x, samples)``."""
         return self.shape[self.axes.index("y") :]
+
+    def filtered_axes(self, ndim: int) -> str:
+        """The axes that a stage of ``ndim`` core dimensions filters: the last ``ndim``
+        before any RGB samples (``"yx"``, or ``"zyx"``; frames of unknown kind count as z).
+
+        Raises
+        ------
+        ImageStackError
+            When those axes would take in time points or channels (a 3-D stage on a stack
+            with no z), which are never filtered across.
+
+        Examples
+        --------
+        >>> info = StackInfo("x", "tiff", ("x",), None, (2, 3, 8, 9), np.dtype("u1"), (),
+        ...                  metadata=Metadata("tcyx"))
+        >>> info.filtered_axes(2)
+        'yx'
+        >>> info.filtered_axes(3)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        stencilpipe.errors.ImageStackError: x: a 3-D stage would filter across the c axis...
+        """
+        spatial = self.axes.removesuffix("s")
+        filtered = spatial[-ndim:]
+        mixed = [a for a in filtered if a in "tc"]
+        if mixed:
+            raise ImageStackError(
+                f"{self.source}: a {ndim}-D stage would filter across the {mixed[0]} axis of "
+                f"this stack (axes {self.axes}, no z): use 2-D stages, or a stack with a z axis"
+            )
+        return filtered
 
     @property
     def frames(self) -> int:
