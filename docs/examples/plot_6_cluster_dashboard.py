@@ -36,14 +36,14 @@ frames = np.stack([np.roll(data.camera()[::2, ::2], 8 * i, axis=1) for i in rang
 stack = da.from_array(frames, chunks=(2, 256, 256))
 denoise = sp.chain(sp.library.median(5), sp.library.gaussian(1.5))
 
-denoise(frames[:1])  # compile once here: the worker threads share this process's kernels
 with get_task_stream(client) as stream:
     result = client.compute(denoise(stack)).result()
 assert np.array_equal(result, denoise(frames))
 
 # %%
 # The task stream: one bar per task, one row per worker thread, coloured by the kind of task
-# (the dashboard's ``/status`` page draws the same while a computation runs).
+# (the dashboard's ``/status`` page draws the same while a computation runs). The first task
+# of each kind on a worker also compiles its kernels, or loads them from the disk cache.
 
 computing = [
     (f"{task['worker']} {task['thread']}", key_split(task["key"]), part)
@@ -68,7 +68,7 @@ for thread, kind, part in computing:
     )
 handles, labels = timeline.get_legend_handles_labels()
 unique = dict(zip(labels, handles))
-timeline.legend(unique.values(), unique.keys(), fontsize=8, loc="upper right")
+fig.legend(unique.values(), unique.keys(), loc="outside lower center", ncols=len(unique))
 timeline.set_yticks(range(len(threads)), [f"thread {i}" for i in range(len(threads))])
 timeline.set_xlabel("seconds")
 timeline.set_title(f"{len(computing)} tasks on {len(threads)} threads")
@@ -76,6 +76,46 @@ pictures.imshow(np.hstack([frames[0], result[0]]), cmap="gray")
 pictures.set_title("frame 0, before and after")
 pictures.set_axis_off()
 plt.show()
+
+# %%
+# The dashboard's ``/status`` page after the run: the task stream, the progress bars of each
+# kind of task, the memory and the processing per worker.
+
+# sphinx_gallery_start_ignore
+# Shown on the site, left out of the downloads: a headless Chromium (where one is installed,
+# as in CI) takes the picture of the page.
+import io  # noqa: E402
+import shutil  # noqa: E402
+import time  # noqa: E402
+
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.support.wait import WebDriverWait  # noqa: E402
+
+browser = shutil.which("chromium") or shutil.which("chromium-browser")
+if browser and shutil.which("chromedriver"):
+    options = webdriver.ChromeOptions()
+    options.binary_location = browser
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,900"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
+    try:
+        driver.get(client.dashboard_link)
+        WebDriverWait(driver, 60).until(
+            lambda d: d.execute_script(
+                "return !!(window.Bokeh && Bokeh.documents.length"
+                " && Bokeh.documents[0].roots().length)"
+            )
+        )
+        time.sleep(3)  # the plots draw on their first periodic update after the render
+        screenshot = plt.imread(io.BytesIO(driver.get_screenshot_as_png()))
+    finally:
+        driver.quit()
+    fig, ax = plt.subplots(figsize=(10, 6.5), layout="constrained")
+    ax.imshow(screenshot)
+    ax.set_axis_off()
+    plt.show()
+# sphinx_gallery_end_ignore
 
 client.close()
 cluster.close()
