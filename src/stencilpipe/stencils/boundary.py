@@ -16,11 +16,15 @@ the border only, so the interior never pays for them.
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 from ..errors import BoundaryError
 
-__all__ = ["MODES", "validate_mode", "FOLDS"]
+__all__ = ["MODES", "Mode", "validate_mode", "FOLDS"]
 
-MODES = ("reflect", "constant", "nearest", "mirror", "wrap")
+#: A boundary mode's name, for type checkers.
+Mode = Literal["reflect", "constant", "nearest", "mirror", "wrap"]
+MODES: tuple[Mode, ...] = get_args(Mode)
 
 
 def validate_mode(mode: str) -> str:

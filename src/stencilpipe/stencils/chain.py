@@ -17,9 +17,10 @@ chunks that are not NumPy arrays (CuPy).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import KernelError
 from .channels import AUTO, per_channel, resolve_channel_axis
@@ -29,6 +30,9 @@ from .fused import run_passes
 from .gufunc import check_out, overlaps
 from .stencil import Stencil
 from .threads import single_threaded
+
+if TYPE_CHECKING:
+    import dask.array as da
 
 __all__ = ["Chain", "chain"]
 
@@ -129,6 +133,25 @@ class Chain:
     def _run_stages_on_block(self, block: Any) -> Any:
         with single_threaded():
             return self._run_stages(block)
+
+    @overload
+    def __call__(
+        self,
+        array: npt.NDArray[Any],
+        *,
+        out: npt.NDArray[Any] | None = ...,
+        channel_axis: int | None = ...,
+    ) -> npt.NDArray[Any]: ...
+
+    @overload
+    def __call__(
+        self, array: da.Array, *, out: None = ..., channel_axis: int | None = ...
+    ) -> da.Array: ...
+
+    @overload
+    def __call__(  # arrays of other libraries: their own type back
+        self, array: Any, *, out: Any = ..., channel_axis: int | None = ...
+    ) -> Any: ...
 
     def __call__(self, array: Any, *, out: Any = None, channel_axis: Any = AUTO) -> Any:
         """Apply every stage to ``array`` (NumPy, Dask, or on the GPU).

@@ -72,9 +72,9 @@ def lock_cache_files(module: ModuleType) -> None:
     read and written under ``<module file>.lock`` (if it caches: its ``_SP_CACHE`` is true)."""
     if not getattr(module, "_SP_CACHE", False):
         return
-    lock_path = Path(module.__file__).with_suffix(".lock")
+    lock_path = Path(str(module.__file__)).with_suffix(".lock")
     for value in vars(module).values():
         cache = getattr(value, "_cache", None)
         files = getattr(cache, "_cache_file", None)
-        if files is not None and not isinstance(files, _LockedIndex):
+        if cache is not None and files is not None and not isinstance(files, _LockedIndex):
             cache._cache_file = _LockedIndex(files, lock_path)

@@ -61,7 +61,8 @@ def overlaps(a: np.ndarray, b: np.ndarray) -> bool:
     if not np.may_share_memory(a, b):
         return False
     try:
-        return np.shares_memory(a, b, max_work=_OVERLAP_WORK)
+        # numpy's stubs allow only -1 and 0 here; numpy itself takes any bound.
+        return np.shares_memory(a, b, max_work=_OVERLAP_WORK)  # type: ignore[arg-type]
     except np.exceptions.TooHardError:
         return True
 

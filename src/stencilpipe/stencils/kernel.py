@@ -39,8 +39,13 @@ class RowKernel(Protocol):
 class PassKernel(Protocol):
     """One pass of a fused run (:class:`.fused.Pass`): one array in, one out, no scalars."""
 
-    name: str
-    dtype: np.dtype | None
+    @property
+    def name(self) -> str:
+        """The kernel's name (task names, messages)."""
+
+    @property
+    def dtype(self) -> np.dtype | None:
+        """The dtype it passes on; None: its input's (or the call's output's, last)."""
 
     @property
     def halo(self) -> tuple[tuple[int, int], ...]:
@@ -55,9 +60,18 @@ class PassKernel(Protocol):
 class Kernel(PassKernel, Protocol):
     """A stencil as the backends see it (:class:`~stencilpipe.Stencil` is one)."""
 
-    ndim: int
-    signature: str
     passes: dict[Any, tuple[PassKernel, ...]] | None
+
+    @property
+    def ndim(self) -> int:
+        """Core dimensions."""
+
+    @property
+    def signature(self) -> str:
+        """The gufunc signature, e.g. ``"(n,m)->(n,m)"``."""
+
+    def __call__(self, *args: Any, **options: Any) -> Any:
+        """Apply the kernel (the call a Dask task makes on its blocks)."""
 
     def compiled(
         self,

@@ -50,7 +50,7 @@ def _runtime_fingerprint() -> str:
 
     digest = hashlib.sha256(numba.__version__.encode())
     for module in (boundary, store):
-        digest.update(Path(module.__file__).read_bytes())
+        digest.update(Path(str(module.__file__)).read_bytes())
     return digest.hexdigest()
 
 

@@ -16,13 +16,14 @@ import linecache
 import re
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import KernelError
 from .analysis import KernelInfo, analyse_kernel, kernel_env
-from .boundary import validate_mode
+from .boundary import Mode, validate_mode
 from .channels import AUTO, per_channel, resolve_channel_axis
 from .codegen_cpu import cpu_module_source
 from .compile_lock import compile_lock
@@ -35,6 +36,9 @@ from .kernel import PassKernel
 from .modules import load_module
 from .rewrite import resolve_free_names
 from .threads import run_rows
+
+if TYPE_CHECKING:
+    import dask.array as da
 
 __all__ = ["CompiledKernel", "Stencil", "stencil"]
 
@@ -83,7 +87,7 @@ class Stencil:
         neighborhood: tuple[tuple[int, int], ...] | None = None,
         _info: KernelInfo | None = None,
         _compiled: dict | None = None,
-        _passes: dict[np.dtype | None, tuple[Stencil, ...]] | None = None,
+        _passes: dict[Any, tuple[PassKernel, ...]] | None = None,
     ):
         self.func = func
         self.info = _info if _info is not None else analyse_kernel(func, neighborhood)
@@ -223,14 +227,46 @@ class Stencil:
         return state
 
     # -- calling -----------------------------------------------------------------------------
+    @overload
+    def __call__(
+        self,
+        *args: npt.NDArray[Any] | float,
+        out: npt.NDArray[Any] | None = ...,
+        boundary: Mode | None = ...,
+        cval: float | None = ...,
+        channel_axis: int | None = ...,
+    ) -> npt.NDArray[Any]: ...
+
+    @overload
+    def __call__(
+        self,
+        x: da.Array,
+        /,
+        *args: da.Array | npt.NDArray[Any] | float,
+        out: None = ...,
+        boundary: Mode | None = ...,
+        cval: float | None = ...,
+        channel_axis: int | None = ...,
+    ) -> da.Array: ...
+
+    @overload
+    def __call__(  # arrays of other libraries (CuPy, PyTorch, ...): their own type back
+        self,
+        *args: Any,
+        out: Any = ...,
+        boundary: Mode | None = ...,
+        cval: float | None = ...,
+        channel_axis: int | None = ...,
+    ) -> Any: ...
+
     def __call__(
         self,
         *args: Any,
         out: Any = None,
-        boundary: str | None = None,
+        boundary: Mode | None = None,
         cval: Any = None,
         channel_axis: Any = AUTO,
-    ):
+    ) -> Any:
         """Apply the kernel; see :func:`stencil` for the semantics.
 
         ``channel_axis`` (int or None), as in scikit-image, names an axis of colour
@@ -521,14 +557,36 @@ class CompiledKernel:
         )
 
 
+@overload
+def stencil(
+    func: Callable[..., Any],
+    *,
+    boundary: Mode = ...,
+    cval: float = ...,
+    dtype: npt.DTypeLike = ...,
+    neighborhood: tuple[tuple[int, int], ...] | None = ...,
+) -> Stencil: ...
+
+
+@overload
+def stencil(
+    func: None = ...,
+    *,
+    boundary: Mode = ...,
+    cval: float = ...,
+    dtype: npt.DTypeLike = ...,
+    neighborhood: tuple[tuple[int, int], ...] | None = ...,
+) -> Callable[[Callable[..., Any]], Stencil]: ...
+
+
 def stencil(
     func: Callable[..., Any] | None = None,
     *,
-    boundary: str = "reflect",
+    boundary: Mode = "reflect",
     cval: float = 0.0,
-    dtype: Any = None,
+    dtype: npt.DTypeLike | None = None,
     neighborhood: tuple[tuple[int, int], ...] | None = None,
-) -> Any:
+) -> Stencil | Callable[[Callable[..., Any]], Stencil]:
     """Turn a kernel written with relative indexing into a compiled, array-generic function.
 
     Parameters
@@ -572,7 +630,8 @@ def stencil(
            [7, 7, 7, 7],
            [7, 7, 7, 7]], dtype=uint8)
     """
-    options = dict(boundary=boundary, cval=cval, dtype=dtype, neighborhood=neighborhood)
-    if func is None:
-        return lambda f: Stencil(f, **options)
-    return Stencil(func, **options)
+
+    def decorate(kernel: Callable[..., Any]) -> Stencil:
+        return Stencil(kernel, boundary=boundary, cval=cval, dtype=dtype, neighborhood=neighborhood)
+
+    return decorate if func is None else decorate(func)
