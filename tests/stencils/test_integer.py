@@ -165,3 +165,20 @@ def test_the_reciprocal_divides_exactly_over_the_whole_range(divisor):
         assert multiplier < 2**32 and bound < 2**32
         n = np.arange(max(0, bound - 2_000_000), bound + 1, dtype=np.uint64)
         np.testing.assert_array_equal((n * np.uint64(multiplier)) >> np.uint64(shift), n // divisor)
+
+
+@x86  # scipy's C loop has no fused multiply-adds on x86-64 (it may elsewhere)
+@pytest.mark.parametrize("mode", ["reflect", "nearest"])
+def test_gaussian_passes_give_scipys_float64_bit_for_bit(mode):
+    """The separable gaussian sums as scipy's correlate1d does (centre, then the pairs
+    ``w * (x[-o] + x[o])`` from the outside in), so float64 results are scipy's, and
+    integer results are scipy's float64 rounded, exactly."""
+    rng = np.random.default_rng(9)
+    pixels = rng.integers(0, 256, (2, 37, 41)).astype(np.uint8)
+    for sigma, truncate in [(1.0, 2.0), ((0.7, 1.5), 4.0)]:
+        gaussian = sp.library.gaussian(sigma, truncate=truncate, boundary=mode)
+        want = np.stack(
+            [ndi.gaussian_filter(f, sigma, truncate=truncate, mode=mode) for f in pixels / 1.0]
+        )
+        np.testing.assert_array_equal(gaussian(pixels / 1.0), want)
+        np.testing.assert_array_equal(gaussian(pixels), np.rint(want).astype(np.uint8))
