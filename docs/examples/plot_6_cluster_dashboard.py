@@ -82,18 +82,19 @@ plt.show()
 # kind of task, the memory and the processing per worker.
 
 # sphinx_gallery_start_ignore
-# Shown on the site, left out of the downloads: a headless Chromium (where one is installed,
-# as in CI) takes the picture of the page.
+# Hidden on the site's page (which shows its picture): where Chromium, its driver and selenium
+# are installed, as in CI, a headless Chromium takes the picture of the page.
+import importlib.util  # noqa: E402
 import io  # noqa: E402
 import shutil  # noqa: E402
 import time  # noqa: E402
 
-from selenium import webdriver  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
-from selenium.webdriver.support.wait import WebDriverWait  # noqa: E402
-
 browser = shutil.which("chromium") or shutil.which("chromium-browser")
-if browser and shutil.which("chromedriver"):
+if browser and shutil.which("chromedriver") and importlib.util.find_spec("selenium"):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.support.wait import WebDriverWait
+
     options = webdriver.ChromeOptions()
     options.binary_location = browser
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,900"):
