@@ -138,7 +138,9 @@ def test_zarr_group_without_multiscales_is_refused(tmp_path):
 
 def test_opening_reads_no_pixels(pngs, monkeypatch):
     reads = []
-    monkeypatch.setattr(type(PILLOW), "read", lambda self, path, index: reads.append(path))
+    monkeypatch.setattr(
+        type(PILLOW), "read", lambda self, path, index, storage_options=None: reads.append(path)
+    )
     stack = imread(pngs[0])
     info = inspect(pngs[0])
     assert stack.shape == info.shape and not reads

@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Protocol
 
@@ -82,6 +82,12 @@ class FrameReader(Protocol):
 
     def read(self, path: str, index: int, storage_options: Options = None) -> np.ndarray:
         """Decode frame ``index`` of ``path`` (native byte order)."""
+        ...
+
+    def read_many(
+        self, path: str, indices: Sequence[int], storage_options: Options = None
+    ) -> list[np.ndarray]:
+        """Decode frames ``indices`` of ``path``, opening it once."""
         ...
 
 
@@ -166,9 +172,17 @@ class Tiff:
         return Header(math.prod(lead), frame_shape, dtype, lead, metadata, page_tags(page))
 
     def read(self, path: str, index: int, storage_options: Options = None) -> np.ndarray:
-        with open_binary(path, storage_options) as fh:
-            frame = tifffile.imread(fh, series=0, key=index)
-        return frame.astype(_native(frame.dtype), copy=False)
+        return self.read_many(path, [index], storage_options)[0]
+
+    def read_many(
+        self, path: str, indices: Sequence[int], storage_options: Options = None
+    ) -> list[np.ndarray]:
+        # One parse of the file for all the frames of a chunk: a multi-page TIFF opened
+        # once per frame is parsed as many times as it has frames.
+        with open_binary(path, storage_options) as fh, tifffile.TiffFile(fh) as tif:
+            pages = tif.series[0].pages
+            frames = [pages[i].asarray() for i in indices]
+        return [frame.astype(_native(frame.dtype), copy=False) for frame in frames]
 
     def check(self, dtype: np.dtype, frame_shape: tuple[int, ...], compression: str | None) -> None:
         try:  # encoding one pixel finds any dtype or codec that tifffile cannot write
@@ -221,6 +235,11 @@ class Pillow:
         frame_shape, dtype = (height, width) + sample.shape[2:], _native(sample.dtype)
         _check_size(path, frame_shape, dtype)
         return Header(1, frame_shape, dtype)
+
+    def read_many(
+        self, path: str, indices: Sequence[int], storage_options: Options = None
+    ) -> list[np.ndarray]:
+        return [self.read(path, index, storage_options) for index in indices]
 
     def read(self, path: str, index: int, storage_options: Options = None) -> np.ndarray:
         with open_binary(path, storage_options) as fh, Image.open(fh) as image:

@@ -217,22 +217,30 @@ class _Frames:
         selected = self.frames[key[: self._lead]]
         frame_shape = self.shape[self._lead :]
         block = np.empty((*selected.shape, *frame_shape), self.dtype)
-        for where in np.ndindex(selected.shape):
-            block[where] = self._read(*selected[where])
+        files: dict[str, tuple[FrameReader, list[tuple[int, ...]], list[int]]] = {}
+        for where in np.ndindex(selected.shape):  # each file opened once per chunk
+            reader, path, index = selected[where]
+            _, places, indices = files.setdefault(path, (reader, [], []))
+            places.append(where)
+            indices.append(index)
+        for path, (reader, places, indices) in files.items():
+            for where, frame in zip(places, self._read(reader, path, indices), strict=True):
+                block[where] = frame
         return block[(slice(None),) * self._lead + key[self._lead :]]
 
-    def _read(self, reader: FrameReader, path: str, index: int) -> np.ndarray:
+    def _read(self, reader: FrameReader, path: str, indices: list[int]) -> list[np.ndarray]:
         try:
-            frame = reader.read(path, index, self.storage_options)
+            frames = reader.read_many(path, indices, self.storage_options)
         except Exception as exc:
             raise BadImageFile(path, f"cannot be decoded ({exc})") from None
-        if frame.shape != self.shape[self._lead :] or frame.dtype != self.dtype:
-            raise BadImageFile(
-                path,
-                f"changed since it was opened: now {frame.shape} {frame.dtype}, "
-                f"was {self.shape[self._lead :]} {self.dtype}",
-            )
-        return frame
+        for frame in frames:
+            if frame.shape != self.shape[self._lead :] or frame.dtype != self.dtype:
+                raise BadImageFile(
+                    path,
+                    f"changed since it was opened: now {frame.shape} {frame.dtype}, "
+                    f"was {self.shape[self._lead :]} {self.dtype}",
+                )
+        return frames
 
 
 def _chunks(chunks: Any, shape: tuple[int, ...], dtype: np.dtype, lead: int) -> Any:
