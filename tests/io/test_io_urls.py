@@ -3,8 +3,11 @@ memory file system. Outputs are read back with s3fs, tifffile and zarr, not sten
 
 from __future__ import annotations
 
+import functools
+import http.server
 import importlib.util
 import io
+import threading
 
 import fsspec
 import numpy as np
@@ -162,3 +165,29 @@ def test_bad_output_urls_are_refused_before_anything_is_written(s3, target, opti
         )
     assert "\n" not in str(caught.value)
     assert listing(fs, bucket) == before
+
+
+@pytest.fixture
+def http_folder(tmp_path):
+    """``(url, folder)``: a plain HTTP server on 127.0.0.1 serving ``folder``."""
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", tmp_path
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_http_reads_and_refuses_writes(http_folder):
+    url, folder = http_folder
+    data = np.arange(3 * 8 * 9, dtype=np.uint16).reshape(3, 8, 9)
+    tifffile.imwrite(folder / "a.ome.tif", data, ome=True, metadata={"axes": "ZYX"})
+    assert inspect(f"{url}/a.ome.tif").axes == "zyx"
+    np.testing.assert_array_equal(imread(f"{url}/a.ome.tif").compute(), data)
+    with pytest.raises(TargetError, match=r"http:// URLs are read only"):
+        imsave(data, f"{url}/out/")
+    assert sorted(p.name for p in folder.iterdir()) == ["a.ome.tif"]

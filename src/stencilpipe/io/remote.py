@@ -17,7 +17,7 @@ from typing import Any
 
 from .errors import TargetError
 from .provenance import DAMAGED, KEPT, NEW, STALE, Provenance, checksum, record_path
-from .storage import file_system, missing_bucket, unreachable
+from .storage import READ_ONLY, file_system, missing_bucket, unreachable
 
 __all__ = ["RemoteDirectory"]
 
@@ -57,6 +57,11 @@ class RemoteDirectory:
     def check(self, given: str) -> None:
         """Raise :class:`TargetError` (one line, naming ``given``) unless the URL's file
         system, endpoint and bucket can be reached; nothing is written."""
+        scheme = self.url.split("://", 1)[0]
+        if scheme in READ_ONLY:
+            raise TargetError(
+                f"{given}: {scheme}:// URLs are read only; write to a path or to s3://, gs://, az://"
+            )
         try:
             fs, path = file_system(self.url, self.storage_options)
         except OSError as exc:

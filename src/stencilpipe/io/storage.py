@@ -20,13 +20,25 @@ from typing import Any, BinaryIO
 import fsspec
 from fsspec.core import split_protocol, url_to_fs
 
-__all__ = ["file_system", "is_url", "missing_bucket", "open_binary", "stamp", "unreachable"]
+__all__ = [
+    "READ_ONLY",
+    "file_system",
+    "is_url",
+    "missing_bucket",
+    "open_binary",
+    "stamp",
+    "unreachable",
+]
 
 #: The package that implements each scheme fsspec knows but may not have installed.
 _PACKAGES = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "az": "adlfs",
              "abfs": "adlfs", "abfss": "adlfs", "http": "aiohttp", "https": "aiohttp"}  # fmt: skip
 
 
+#: The schemes whose first path component is a bucket (or container).
+_BUCKETS = {"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl"}
+#: Schemes that stencilpipe reads but never writes.
+READ_ONLY = {"http", "https"}
 #: What the messages of an endpoint that cannot be reached say.
 _UNREACHABLE = ("Could not connect", "Connect timeout", "Cannot connect", "Errno 111")
 
@@ -86,7 +98,8 @@ def missing_bucket(fs: Any, path: str) -> str | None:
     Listing the bucket is the one request that tells a missing bucket from an endpoint
     that cannot be reached (which raises); file systems without buckets have none.
     """
-    if fs.root_marker != "":
+    protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
+    if not protocols & _BUCKETS:
         return None
     bucket = path.lstrip("/").split("/", 1)[0]
     try:
