@@ -2,9 +2,11 @@
 A run from the command line
 ===========================
 
-``stencilpipe apply STAGES INPUT OUTPUT`` reads a folder of frames, runs the stages on an
-embedded Dask cluster and writes each result atomically, with a provenance record so that a
-rerun keeps what is still right. Here it runs as a subprocess, as in a shell.
+``stencilpipe apply STAGES INPUT OUTPUT`` reads a folder of frames, runs the stages with
+Dask (on threads in the process for a run as small as this one, on an embedded cluster for a
+larger one, or on ``--address``'s scheduler) and writes each result atomically, with a
+provenance record so that a rerun keeps what is still right. Here it runs as a subprocess, as
+in a shell.
 """
 
 import subprocess
