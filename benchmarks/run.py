@@ -5,6 +5,6 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 
-for script in ["stencil_cpu.py", "filters.py", "io_speed.py", "end_to_end.py"]:
+for script in ["stencil_cpu.py", "filters.py", "io_speed.py", "end_to_end.py", "startup.py"]:
     print(f"# {script}")
     runpy.run_path(str(HERE / script), run_name="__main__")

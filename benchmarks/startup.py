@@ -1,0 +1,155 @@
+"""Start-up and small runs, side by side in one run: what a command costs beyond its work.
+
+* ``stencilpipe --help`` and ``stencilpipe filters`` against ``python -c pass`` (target: 0.3 s);
+* ``stencilpipe apply mean:size=3`` on 10 small frames, warm kernel cache (target: 1.5 s wall);
+* where a cluster pays: ``stencilpipe run`` on threads of its own process against the embedded
+  LocalCluster (2 processes x 1 thread, 1 process x 2 threads), from 10 to ``BENCH_MAX``
+  frames, each from process start to exit (``IN_PROCESS_FRAMES`` in
+  :mod:`stencilpipe.pipeline.run` is the crossover);
+* a large run: ``BENCH_LARGE`` (20,000) small files: time to build the graph (``plan``), time
+  to the first progress update, the run's wall time, and peak RSS of the processes.
+
+Run: ``python benchmarks/startup.py`` (a few minutes).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import tifffile
+
+sys.path.insert(0, os.path.dirname(__file__))
+from common import print_table  # noqa: E402
+
+MAX = int(os.environ.get("BENCH_MAX", 2000))
+LARGE = int(os.environ.get("BENCH_LARGE", 20000))
+SIZE = (256, 256)
+COMMAND = [sys.executable, "-m", "stencilpipe"]
+
+
+def wall(args: list[str], cwd: Path, repeat: int = 3) -> float:
+    """Best wall time of the command ``args`` (from process start to exit) over ``repeat``."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run(args, cwd=cwd, check=True, capture_output=True)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def make_frames(folder: Path, frames: int, shape=SIZE) -> Path:
+    folder.mkdir(parents=True)
+    base = np.random.default_rng(0).integers(0, 256, shape, dtype=np.uint8)
+    for i in range(frames):
+        tifffile.imwrite(folder / f"f{i:05d}.tif", base + np.uint8(i % 256))
+    return folder
+
+
+def startup(tmp: Path) -> None:
+    make_frames(tmp / "ten", 10)
+    apply = [*COMMAND, "apply", "mean:size=3", "ten", "out", "--overwrite"]
+    subprocess.run(apply, cwd=tmp, check=True, capture_output=True)  # warm the kernel cache
+    rows = [
+        ("python -c pass", wall([sys.executable, "-c", "pass"], tmp)),
+        ("stencilpipe --help", wall([*COMMAND, "--help"], tmp)),
+        ("stencilpipe filters", wall([*COMMAND, "filters"], tmp)),
+        ("stencilpipe apply mean:size=3, 10 x 256x256 frames", wall(apply, tmp)),
+    ]
+    print_table("start-up, from process start to exit (targets: 0.3 s, 1.5 s)", rows, rows[0][0])
+
+
+#: The command on threads of its own process at any size (``IN_PROCESS_FRAMES`` lifted).
+THREADS = [
+    sys.executable,
+    "-c",
+    "import sys; import stencilpipe.pipeline.run; "
+    "sys.modules['stencilpipe.pipeline.run'].IN_PROCESS_FRAMES = 10**9; "
+    "from stencilpipe.cli import main; main()",
+]
+#: The cluster settings compared; none leaves it to stencilpipe (threads of the process).
+CLUSTERS = {
+    "threads of the process": [],
+    "LocalCluster 2 processes x 1 thread": ["cluster.n_workers=2", "cluster.threads_per_worker=1"],
+    "LocalCluster 1 process x 2 threads": ["cluster.n_workers=1", "cluster.threads_per_worker=2"],
+}
+
+
+def crossover(tmp: Path) -> None:
+    sizes = [n for n in (10, 200, 1000, 2000, 5000) if n <= MAX]
+    make_frames(tmp / "many", max(sizes))
+    for frames in sizes:
+        source = tmp / f"in{frames}"
+        source.mkdir()
+        for i in range(frames):
+            (source / f"f{i:05d}.tif").symlink_to(tmp / "many" / f"f{i:05d}.tif")
+        config = tmp / f"run{frames}.yaml"
+        config.write_text(f"input: {source.name}\noutput: out/\nstages: [mean: {{size: 3}}]\n")
+        rows = []
+        for name, cluster in CLUSTERS.items():
+            sets = [arg for item in cluster for arg in ("--set", item)]
+            start = THREADS if not cluster else COMMAND
+            args = [*start, "run", config.name, "--overwrite", *sets]
+            rows.append((name, wall(args, tmp, repeat=2)))
+        print_table(f"stencilpipe run, {frames} x 256x256 frames, process start to exit",
+                    rows, rows[0][0])  # fmt: skip
+
+
+def large(tmp: Path) -> None:
+    """20,000 small files: graph built, first progress, whole run, peak RSS."""
+    source = make_frames(tmp / "large", LARGE, shape=(64, 64))
+    script = f"""
+import importlib, resource, sys, time
+start = time.perf_counter()
+from rich.console import Console
+from stencilpipe.pipeline import parse_config, plan
+execute = importlib.import_module("stencilpipe.pipeline.execute")
+run = importlib.import_module("stencilpipe.pipeline.run")
+shown, advanced = [], []
+bar = execute.progress_bar
+def timed_bar(console):
+    shown.append(time.perf_counter() - start)
+    progress = bar(console)
+    advance = progress.advance
+    def first_advance(*args, **kwargs):
+        if not advanced:
+            advanced.append(time.perf_counter() - start)
+        return advance(*args, **kwargs)
+    progress.advance = first_advance
+    return progress
+run.progress_bar = timed_bar
+config = parse_config({{"input": "{source}", "output": "{tmp / "large-out"}",
+                       "stages": [{{"mean": {{"size": 3}}}}], "resume": False}})
+t0 = time.perf_counter(); plan(config); graph = time.perf_counter() - t0
+run.run(config, console=Console(force_terminal=True, file=open("/dev/null", "w")))
+total = time.perf_counter() - start
+children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(graph, shown[0], advanced[0], total, me, children)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(done.stderr)
+    graph, shown, advanced, total, rss, children = done.stdout.split()
+    print(f"\n## {LARGE} x 64x64 uint8 TIFFs, mean:size=3 (targets: graph < 5 s, progress < 2 s)\n")
+    print(f"- graph built (plan: headers read, kernels loaded): {float(graph):.2f} s")
+    print(f"- progress bar shown, from process start: {float(shown):.2f} s")
+    print(f"- its first advance (a block done), from process start: {float(advanced):.2f} s")
+    print(f"- whole run, from process start: {float(total):.2f} s")
+    print(f"- peak RSS: client {float(rss):.0f} MiB, largest child {float(children):.0f} MiB")
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as tmp:
+        parts = {"startup": startup, "crossover": crossover, "large": large}
+        for part in os.environ.get("BENCH_PARTS", ",".join(parts)).split(","):
+            parts[part](Path(tmp))
+
+
+if __name__ == "__main__":
+    main()
