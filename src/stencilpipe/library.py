@@ -8,7 +8,12 @@ of the same name: the same window placement for even sizes (the window starts
 
 Integer inputs give integer outputs: float results (mean, gaussian) are
 rounded to nearest and saturated; sobel and laplace saturate too (scipy wraps
-around instead).
+around instead). The rounding is of the exact float64 result, however the CPU
+computes it: odd-count means of uint8/uint16 sum in integers and divide exactly;
+the separable gaussian sums as scipy's correlate1d does (centre, then the pairs
+``w * (x[-o] + x[o])``), so its float64 values are scipy's and integer results
+are scipy's rounded. Sobel and laplace on 8/16-bit inputs compute in int16/int32
+(the compiler's range analysis proves they cannot overflow).
 """
 
 from __future__ import annotations
