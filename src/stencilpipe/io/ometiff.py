@@ -12,6 +12,7 @@ worker (a local or shared file system).
 
 from __future__ import annotations
 
+import io
 import mmap
 import os
 from dataclasses import dataclass
@@ -29,7 +30,8 @@ from .errors import NoSpaceLeft, TargetError
 from .lock import live_run
 from .metadata import Metadata, ome_unit
 from .plan import WriteReport, lazy_report, to_numpy
-from .provenance import KEPT, Provenance, judge, record_path, write_record
+from .provenance import DAMAGED, KEPT, STALE, Provenance, judge, record_path, write_record
+from .remote import RemoteDirectory
 
 __all__ = ["ome_xml_options", "save_ome_tiff"]
 
@@ -89,11 +91,15 @@ def save_ome_tiff(
     provenance: Provenance,
     inputs: list[list],
     run: str,
+    remote: RemoteDirectory | None = None,
 ) -> Delayed:
     """Plan writing ``array`` (axes ``metadata.axes``) as the OME-TIFF file ``path``.
 
     ``inputs`` is the identity of every input (one record covers the whole file). Returns
-    the delayed :class:`~stencilpipe.io.WriteReport`.
+    the delayed :class:`~stencilpipe.io.WriteReport`. On object storage (``remote``),
+    which has no shared file to write into, one task gathers the stack, encodes the file
+    in memory and puts it whole: for stacks that fit in a worker's memory (OME-Zarr has
+    no such limit).
     """
     if compression is not None:
         raise TargetError(
@@ -102,6 +108,15 @@ def save_ome_tiff(
         )
     frames = int(np.prod(array.shape[: metadata.axes.index("y")]))
     provenance = provenance.with_format(".ome.tif", None)
+    if remote:
+        name = os.path.basename(path)
+        verdict = KEPT if overwrite else remote.judge([name], provenance, [inputs])[0]
+        if verdict == KEPT and not overwrite:
+            return lazy_report(None, path, (), 0, frames)
+        stale = frames if verdict in (STALE, DAMAGED) else 0
+        return dask.delayed(_put_whole, pure=False)(
+            array, path, metadata, remote, provenance, inputs, frames, stale
+        )
     record = record_path(os.path.dirname(path), os.path.basename(path))
     if not overwrite and judge([path], [record], provenance, [inputs]) == [KEPT]:
         return lazy_report(None, path, (), 0, frames)
@@ -123,6 +138,32 @@ def save_ome_tiff(
     return dask.delayed(_finish, pure=False)(
         blocks, target, provenance, inputs, run, frames, (frames if stale else 0)
     )
+
+
+def _put_whole(
+    data: np.ndarray,
+    path: str,
+    metadata: Metadata,
+    remote: RemoteDirectory,
+    provenance: Provenance,
+    inputs: list[list],
+    frames: int,
+    stale: int,
+) -> WriteReport:
+    """Encode the whole stack as one OME-TIFF in memory and put it (object storage)."""
+    encoded = io.BytesIO()
+    rgb = metadata.axes.endswith("s") and data.shape[-1] in (3, 4)
+    tifffile.imwrite(
+        encoded,
+        to_numpy(data),
+        ome=True,
+        photometric="rgb" if rgb else "minisblack",
+        metadata=ome_xml_options(metadata),
+    )
+    written = encoded.getbuffer()
+    size = remote.put(path, written)
+    remote.write_record(os.path.basename(path), written, provenance, inputs)
+    return WriteReport(path, frames, 0, size, (path,), stale, 0)
 
 
 def _create(target: _File, run: str) -> int:

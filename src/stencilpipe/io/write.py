@@ -226,12 +226,6 @@ def plan_write(
             remote=remote,
         )
     if where.ome_tiff:
-        if remote:
-            raise TargetError(
-                f"cannot write the OME-TIFF {where.given} to object storage (its tasks write "
-                "into one shared file): write .ome.zarr there, or the OME-TIFF to a local or "
-                "shared file system"
-            )
         path = os.path.join(where.directory, where.pattern)
         check_inputs(where, [path], inputs)
         run = lock(where.directory, where.given) if lock else new_run()
@@ -244,6 +238,7 @@ def plan_write(
             provenance=provenance,
             inputs=all_inputs(inputs),
             run=run,
+            remote=remote,
         )
     frames = array.reshape((-1, *array.shape[metadata.axes.index("y") :]))
     tags = _frame_tags(inputs, frames)
