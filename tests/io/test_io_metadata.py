@@ -231,3 +231,17 @@ def test_which_axes_a_stage_filters(ome_tiff, tmp_path, pngs):
     assert info.filtered_axes(2) == "yx"
     with pytest.raises(ImageStackError, match=r"3-D stage would filter across the c axis"):
         info.filtered_axes(3)
+
+
+def test_zarr_v2_output_is_ngff_0_4(ome_tiff, tmp_path):
+    out = tmp_path / "v2.ome.zarr"
+    report = imsave(imread(ome_tiff), out, zarr_format=2, levels=2, compression="zstd")
+    assert report.frames_written == 24
+    assert zarr.open_group(out, mode="r").metadata.zarr_format == 2
+    multiscales = ngff_zarr.from_ngff_zarr(str(out), validate=True)
+    assert zarr.open_group(out, mode="r").attrs["multiscales"][0]["version"] == "0.4"
+    image = multiscales.images[0]
+    assert image.dims == ("t", "c", "z", "y", "x") and image.scale["z"] == 2.0
+    np.testing.assert_array_equal(np.asarray(image.data), TCZYX)
+    again = imsave(imread(ome_tiff), out, zarr_format=2, levels=2, compression="zstd")
+    assert (again.frames_written, again.frames_skipped) == (0, 24)

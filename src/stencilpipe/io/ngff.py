@@ -55,8 +55,10 @@ def ngff_attributes(
     name: str,
     levels: Sequence[tuple[str, Sequence[float]]],
     dtype: np.dtype,
+    version: str = NGFF_VERSION,
 ) -> dict[str, Any]:
-    """The ``ome`` attribute of an NGFF 0.5 image group.
+    """The attributes of an NGFF image group: ``{"ome": {...}}`` for NGFF 0.5 (Zarr v3),
+    ``{"multiscales": [...], "omero": {...}}`` for NGFF 0.4 (Zarr v2).
 
     Parameters
     ----------
@@ -68,6 +70,8 @@ def ngff_attributes(
         Each level's array path and scale, full resolution first.
     dtype : numpy.dtype
         The arrays' dtype (for the display window of each channel).
+    version : str
+        ``"0.5"`` or ``"0.4"``.
     """
     axes = []
     for letter, unit in zip(metadata.axes, metadata.units, strict=True):
@@ -81,10 +85,11 @@ def ngff_attributes(
         {"path": path, "coordinateTransformations": [{"type": "scale", "scale": list(scale)}]}
         for path, scale in levels
     ]
-    ome: dict[str, Any] = {
-        "version": NGFF_VERSION,
-        "multiscales": [{"name": name, "axes": axes, "datasets": datasets}],
-    }
+    image = {"name": name, "axes": axes, "datasets": datasets}
+    if version == "0.4":
+        ome: dict[str, Any] = {"multiscales": [{"version": "0.4", **image}]}
+    else:
+        ome = {"version": version, "multiscales": [image]}
     if metadata.channel_names:
         low, high = _window(dtype)
         ome["omero"] = {
@@ -98,7 +103,7 @@ def ngff_attributes(
                 for label in metadata.channel_names
             ],
         }
-    return ome
+    return ome if version == "0.4" else {"ome": ome}
 
 
 def _window(dtype: np.dtype) -> tuple[float, float]:

@@ -65,6 +65,7 @@ def imsave(
     metadata: Metadata | None = None,
     levels: int = 1,
     storage_options: Mapping[str, Any] | None = None,
+    zarr_format: int = 3,
 ) -> WriteReport | Delayed:
     """Write the frames of ``array`` (its first axis) in parallel, atomically, resumably.
 
@@ -107,6 +108,8 @@ def imsave(
         axes before ``y`` flattened in order).
     levels : int
         For OME-Zarr, how many resolution levels to write (each halves y and x).
+    zarr_format : int
+        For Zarr targets: 3 (OME-NGFF 0.5) or 2 (OME-NGFF 0.4, for older readers).
     storage_options : dict, optional
         For a URL target (``s3://``, ``gs://``, ``az://``, ``memory://``): the options of
         its fsspec file system. Files are whole-object puts there; Zarr chunks go through
@@ -154,6 +157,7 @@ def imsave(
         metadata=metadata,
         levels=levels,
         storage_options=storage_options,
+        zarr_format=zarr_format,
     )
     if not compute:
         planned = plan_write(array, target, **options)
@@ -179,6 +183,7 @@ def plan_write(
     metadata: Metadata | None = None,
     levels: int = 1,
     storage_options: Mapping[str, Any] | None = None,
+    zarr_format: int = 3,
 ) -> PendingWrite | Delayed:
     """Plan what :func:`imsave` writes: checks the target, keeps what is still right.
 
@@ -224,6 +229,7 @@ def plan_write(
             metadata=metadata,
             levels=levels,
             remote=remote,
+            zarr_format=zarr_format,
         )
     if where.ome_tiff:
         path = os.path.join(where.directory, where.pattern)

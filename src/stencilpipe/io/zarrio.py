@@ -21,6 +21,7 @@ from typing import Any
 
 import dask
 import dask.array as da
+import numcodecs
 import numpy as np
 import zarr
 from dask.delayed import Delayed
@@ -42,6 +43,13 @@ _CODECS = {
     "zlib": zarr.codecs.GzipCodec,
     "gzip": zarr.codecs.GzipCodec,
     "blosc": zarr.codecs.BloscCodec,
+}
+#: The same codecs for Zarr 2 (numcodecs').
+_CODECS_V2 = {
+    "zstd": numcodecs.Zstd,
+    "zlib": numcodecs.Zlib,
+    "gzip": numcodecs.GZip,
+    "blosc": numcodecs.Blosc,
 }
 _LEVEL = "s0"
 #: The axes of a plain array, by its number of dimensions.
@@ -111,6 +119,7 @@ class _Layout:
     metadata: Metadata | None = None
     levels: int = 1
     remote: RemoteDirectory | None = None
+    zarr_format: int = 3
 
     @property
     def options(self) -> dict[str, Any]:
@@ -140,6 +149,7 @@ def save_zarr(
     metadata: Metadata,
     levels: int = 1,
     remote: RemoteDirectory | None = None,
+    zarr_format: int = 3,
 ) -> Delayed:
     """Plan writing ``array`` into the Zarr store ``store``; a delayed WriteReport.
 
@@ -148,8 +158,10 @@ def save_zarr(
     levels, each half the size of the one before in y and x (every other pixel, as
     ome-zarr-py's default ``nearest`` scaler), its channels (RGB samples included) on a
     ``c`` axis before the spatial ones, and its axes, scale, units and channel names as
-    NGFF 0.5 metadata.
+    NGFF metadata (0.5 in Zarr v3, 0.4 in ``zarr_format=2``).
     """
+    if zarr_format not in (2, 3):
+        raise TargetError(f"zarr_format={zarr_format!r}: write Zarr 2 or 3")
     if ome and metadata.axes.endswith("s"):
         if "c" in metadata.axes:
             raise TargetError(
@@ -168,10 +180,11 @@ def save_zarr(
         array.dtype,
         chunks,
         tuple(metadata.axes),
-        _compressors(compression),
+        _compressors(compression, zarr_format),
         metadata,
         levels,
         remote,
+        zarr_format,
     )
     existing = None if overwrite else _open_array(layout.location, layout)
     if existing is None and not overwrite and _holds_anything(layout):
@@ -371,24 +384,36 @@ def _create(layout: _Layout, *, run: str, create: bool) -> None:
         dtype=layout.dtype,
         chunks=layout.chunks,
         compressors=layout.compressors,
-        dimension_names=list(layout.axes),
         attributes={_RUN: run},
     )
+    if layout.zarr_format == 3:  # Zarr 2 has no dimension names
+        options["dimension_names"] = list(layout.axes)
     if not layout.ome:
-        zarr.create_array(layout.store, overwrite=True, zarr_format=3, **options, **layout.options)
+        zarr.create_array(
+            layout.store,
+            overwrite=True,
+            zarr_format=layout.zarr_format,
+            **options,
+            **layout.options,
+        )
         return
-    group = zarr.open_group(layout.store, mode="w", zarr_format=3, **layout.options)
+    group = zarr.open_group(
+        layout.store, mode="w", zarr_format=layout.zarr_format, **layout.options
+    )
     step = dict(zip(layout.axes, layout.about.scale, strict=True))
     scales = [
         [step[a] * (2**level if a in "yx" else 1) for a in layout.axes]
         for level in range(layout.levels)
     ]
     name = os.path.basename(layout.store.rstrip("/" + os.sep)).removesuffix(".ome.zarr")
-    group.attrs["ome"] = ngff_attributes(
-        layout.about,
-        name,
-        [(f"s{level}", scale) for level, scale in enumerate(scales)],
-        layout.dtype,
+    group.attrs.update(
+        ngff_attributes(
+            layout.about,
+            name,
+            [(f"s{level}", scale) for level, scale in enumerate(scales)],
+            layout.dtype,
+            version="0.5" if layout.zarr_format == 3 else "0.4",
+        )
     )
     group.create_array(_LEVEL, **options)
     for level in range(1, layout.levels):
@@ -399,14 +424,14 @@ def _create(layout: _Layout, *, run: str, create: bool) -> None:
         )  # fmt: skip
 
 
-def _compressors(compression: str | None) -> Any:
+def _compressors(compression: str | None, zarr_format: int = 3) -> Any:
     if compression is None:
         return "auto"
     if compression not in _CODECS:
         raise TargetError(
             f"unknown Zarr compression {compression!r}: use one of {', '.join(_CODECS)}"
         )
-    return _CODECS[compression]()
+    return (_CODECS if zarr_format == 3 else _CODECS_V2)[compression]()
 
 
 def _write_block(

@@ -400,6 +400,8 @@ class PipelineConfig(_Strict):
     compression: str | None = None
     #: OME-Zarr outputs: how many resolution levels (each halves y and x).
     levels: PositiveInt = 1
+    #: Zarr outputs: 3 (OME-NGFF 0.5), or 2 (OME-NGFF 0.4) for readers that need it.
+    zarr_format: Literal[2, 3] = 3
     #: fsspec options for ``input``/``output`` URLs (``endpoint_url``, ``profile``, ``anon``,
     #: ``region_name``...), as dask's readers take them. Never printed nor dumped: keep
     #: secrets in the usual environment variables and files rather than here.
