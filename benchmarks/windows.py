@@ -37,9 +37,9 @@ start = time.perf_counter(); sp.library.median({size})(x); print(time.perf_count
 """
 
 
-def timed(function, *args, **options) -> float:
-    """Best time of ``function(*args)`` (``options`` as :func:`common.best_time` takes them)."""
-    return best_time(lambda: function(*args), **options)
+def timed(function, *args, repeat: int = 20, warmup: int = 2, **keywords) -> float:
+    """Best time of ``function(*args, **keywords)`` over ``repeat`` runs after ``warmup``."""
+    return best_time(lambda: function(*args, **keywords), repeat=repeat, warmup=warmup)
 
 
 def first_call(code: str) -> float:

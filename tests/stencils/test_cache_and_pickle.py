@@ -73,3 +73,19 @@ def test_precompile_compiles_without_running_and_reports_kernel_errors():
 
     with pytest.raises(sp.KernelError, match="'broken'"):
         broken.precompile(np.float32)
+
+
+def test_a_process_unpickles_one_stencil_per_recipe():
+    """Every Dask task unpickles its own copy of its stencils: copies of one stencil are one
+    object in a process, whose code is generated and loaded once, not once per task."""
+    median, other = sp.library.median(5), sp.library.median(5, boundary="nearest")
+    x = np.arange(2 * 9 * 11, dtype=np.uint8).reshape(2, 9, 11)
+    data = pickle.dumps(sp.chain(median, sp.library.gaussian(1.0)))
+    first = pickle.loads(data)
+    first(x)
+    again = pickle.loads(data)
+    assert again.stages[0] is first.stages[0] and again.stages[1] is first.stages[1]
+    assert again.stages[0]._compiled, "the copy runs the code the first one compiled"
+    np.testing.assert_array_equal(again(x), sp.chain(median, sp.library.gaussian(1.0))(x))
+    assert pickle.loads(pickle.dumps(other)) is not again.stages[0]
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(other))(x), other(x))
