@@ -13,7 +13,6 @@ import functools
 import html.parser
 import http.server
 import re
-import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +24,7 @@ import stencilpipe.io
 import stencilpipe.library
 import stencilpipe.ndfilters
 import stencilpipe.ndmorph
+from chromium import headless_chromium
 from stencilpipe.cli import main as cli_main
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -118,33 +118,9 @@ def site_url() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    driver = shutil.which("chromedriver")
-    if not chromium or not driver:
-        pytest.skip(
-            "Chromium and its driver are not installed "
-            "(apt-get install chromium chromium-driver; .ci/run does it)"
-        )
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-dev-shm-usage",
-        "--window-size=1400,1000",
-        f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
-    ):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    session = webdriver.Chrome(service=Service(executable_path=driver), options=options)
+    session = headless_chromium(
+        tmp_path_factory.mktemp("chromium-profile"), window="1400,1000", console_log=True
+    )
     session.set_page_load_timeout(60)
     try:
         yield session

@@ -28,6 +28,7 @@ import tifffile
 from scipy import ndimage as ndi
 
 import stencilpipe as sp
+from chromium import chromium_paths, headless_chromium
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 FRAMES = 16
@@ -81,40 +82,6 @@ RENDERED = (
 )
 
 
-def _chromium() -> tuple[str, str]:
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    driver = shutil.which("chromedriver")
-    if not browser or not driver:
-        pytest.skip(
-            "Chromium and its driver are not installed "
-            "(apt-get install chromium chromium-driver; .ci/run does it)"
-        )
-    return browser, driver
-
-
-def _browser(tmp_path: Path):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    browser, driver = _chromium()
-    options = webdriver.ChromeOptions()
-    options.binary_location = browser
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-dev-shm-usage",
-        "--window-size=1600,1000",
-        f"--user-data-dir={tmp_path / 'chromium-profile'}",
-    ):
-        options.add_argument(flag)
-    return webdriver.Chrome(service=Service(executable_path=driver), options=options)
-
-
 def _task_prefixes(dask_scheduler) -> list[str]:
     return list(dask_scheduler.task_prefixes)
 
@@ -140,7 +107,7 @@ def _wait(predicate, timeout: float, what: str):
 def test_status_page_shows_the_running_pipelines_tasks(tmp_path):
     from distributed import Client, Event, LocalCluster
 
-    browser, _ = _chromium()  # skip before starting anything
+    chromium_paths()  # skip before starting anything
     rng = np.random.default_rng(7)
     frames = rng.integers(0, 256, (FRAMES, *SHAPE), dtype=np.uint8)
     out = tmp_path / "out"
@@ -158,7 +125,7 @@ def test_status_page_shows_the_running_pipelines_tasks(tmp_path):
     client = Client(cluster)
     driver = None
     try:
-        driver = _browser(tmp_path)
+        driver = headless_chromium(tmp_path / "chromium-profile")
         driver.set_page_load_timeout(60)
         status = client.dashboard_link
         assert status.startswith("http://127.0.0.1:") and status.endswith("/status")
