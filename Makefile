@@ -43,4 +43,4 @@ docs: $(VENV)/.installed-docs  ## set up, then build the site in docs/_build/htm
 	$(PY) -m pytest -q tests/test_docs.py
 
 clean:  ## remove the virtual environment and caches
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache docs/_build docs/auto_examples docs/api/generated
