@@ -16,7 +16,7 @@ from io_samples import frame
 
 from stencilpipe import library
 from stencilpipe.errors import ImageStackError
-from stencilpipe.io import imread, imsave, inspect, read_image
+from stencilpipe.io import TargetError, imread, imsave, inspect, read_image
 from stencilpipe.io.metadata import Metadata
 
 #: A 5-D stack (t, c, z, y, x) and what its OME-XML says about it.
@@ -245,3 +245,20 @@ def test_zarr_v2_output_is_ngff_0_4(ome_tiff, tmp_path):
     np.testing.assert_array_equal(np.asarray(image.data), TCZYX)
     again = imsave(imread(ome_tiff), out, zarr_format=2, levels=2, compression="zstd")
     assert (again.frames_written, again.frames_skipped) == (0, 24)
+
+
+def test_sharded_zarr_one_object_per_block_one_chunk_per_frame(ome_tiff, tmp_path):
+    out = tmp_path / "s.ome.zarr"
+    stack = imread(ome_tiff, chunks=(1, 3, 4, 16, 20))  # two blocks: one per time point
+    report = imsave(stack, out, shards=True)
+    assert report.frames_written == 24
+    level = zarr.open_group(out, mode="r")["s0"]
+    assert (level.shards, level.chunks) == ((1, 3, 4, 16, 20), (1, 1, 1, 16, 20))
+    assert sorted(p.name for p in (out / "s0" / "c").iterdir()) == ["0", "1"]
+    np.testing.assert_array_equal(level[:], TCZYX)
+    image = ngff_zarr.from_ngff_zarr(str(out), validate=True).images[0]
+    np.testing.assert_array_equal(np.asarray(image.data), TCZYX)
+    again = imsave(imread(ome_tiff, chunks=(1, 3, 4, 16, 20)), out, shards=True)
+    assert (again.frames_written, again.frames_skipped) == (0, 24)
+    with pytest.raises(TargetError, match="shards=True needs zarr_format=3"):
+        imsave(stack, tmp_path / "v2.zarr", shards=True, zarr_format=2)

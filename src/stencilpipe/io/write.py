@@ -66,6 +66,7 @@ def imsave(
     levels: int = 1,
     storage_options: Mapping[str, Any] | None = None,
     zarr_format: int = 3,
+    shards: bool = False,
 ) -> WriteReport | Delayed:
     """Write the frames of ``array`` (its first axis) in parallel, atomically, resumably.
 
@@ -110,6 +111,9 @@ def imsave(
         For OME-Zarr, how many resolution levels to write (each halves y and x).
     zarr_format : int
         For Zarr targets: 3 (OME-NGFF 0.5) or 2 (OME-NGFF 0.4, for older readers).
+    shards : bool
+        For Zarr 3 targets: store each block as one shard of one chunk per 2-D frame
+        (few objects for stacks of many small frames; readers still read frame by frame).
     storage_options : dict, optional
         For a URL target (``s3://``, ``gs://``, ``az://``, ``memory://``): the options of
         its fsspec file system. Files are whole-object puts there; Zarr chunks go through
@@ -158,6 +162,7 @@ def imsave(
         levels=levels,
         storage_options=storage_options,
         zarr_format=zarr_format,
+        shards=shards,
     )
     if not compute:
         planned = plan_write(array, target, **options)
@@ -184,6 +189,7 @@ def plan_write(
     levels: int = 1,
     storage_options: Mapping[str, Any] | None = None,
     zarr_format: int = 3,
+    shards: bool = False,
 ) -> PendingWrite | Delayed:
     """Plan what :func:`imsave` writes: checks the target, keeps what is still right.
 
@@ -230,6 +236,7 @@ def plan_write(
             levels=levels,
             remote=remote,
             zarr_format=zarr_format,
+            shards=shards,
         )
     if where.ome_tiff:
         path = os.path.join(where.directory, where.pattern)

@@ -120,6 +120,15 @@ class _Layout:
     levels: int = 1
     remote: RemoteDirectory | None = None
     zarr_format: int = 3
+    sharded: bool = False
+
+    @property
+    def stored_chunks(self) -> dict[str, tuple[int, ...]]:
+        """How zarr stores the array: one object per Dask block (``chunks``), or, sharded,
+        one shard per block holding one chunk per 2-D frame."""
+        if not self.sharded:
+            return {"chunks": self.chunks}
+        return {"shards": self.chunks, "chunks": (1,) * (len(self.chunks) - 2) + self.chunks[-2:]}
 
     @property
     def options(self) -> dict[str, Any]:
@@ -150,6 +159,7 @@ def save_zarr(
     levels: int = 1,
     remote: RemoteDirectory | None = None,
     zarr_format: int = 3,
+    shards: bool = False,
 ) -> Delayed:
     """Plan writing ``array`` into the Zarr store ``store``; a delayed WriteReport.
 
@@ -158,10 +168,13 @@ def save_zarr(
     levels, each half the size of the one before in y and x (every other pixel, as
     ome-zarr-py's default ``nearest`` scaler), its channels (RGB samples included) on a
     ``c`` axis before the spatial ones, and its axes, scale, units and channel names as
-    NGFF metadata (0.5 in Zarr v3, 0.4 in ``zarr_format=2``).
+    NGFF metadata (0.5 in Zarr v3, 0.4 in ``zarr_format=2``). With ``shards``, each
+    block is one shard (one object) of one chunk per 2-D frame: few objects, small reads.
     """
     if zarr_format not in (2, 3):
         raise TargetError(f"zarr_format={zarr_format!r}: write Zarr 2 or 3")
+    if shards and zarr_format != 3:
+        raise TargetError("shards=True needs zarr_format=3 (Zarr 2 has no sharding)")
     if ome and metadata.axes.endswith("s"):
         if "c" in metadata.axes:
             raise TargetError(
@@ -185,6 +198,7 @@ def save_zarr(
         levels,
         remote,
         zarr_format,
+        shards,
     )
     existing = None if overwrite else _open_array(layout.location, layout)
     if existing is None and not overwrite and _holds_anything(layout):
@@ -192,11 +206,12 @@ def save_zarr(
             f"{store} exists but holds no array that this write can resume; pass "
             "overwrite=True to replace it, or choose another target"
         )
-    fits = existing is None or (existing.shape, existing.dtype, existing.chunks) == (
-        layout.shape,
-        layout.dtype,
-        layout.chunks,
-    )
+    fits = existing is None or (
+        existing.shape,
+        existing.dtype,
+        existing.shards or existing.chunks,
+        existing.shards is not None,
+    ) == (layout.shape, layout.dtype, layout.chunks, layout.sharded)
     if not fits and existing.attrs.get(_RUN) is None:  # not ours: never replaced unasked
         raise TargetError(
             f"{store} already holds an array of shape {existing.shape}, dtype "
@@ -352,7 +367,7 @@ def _judge_blocks(
     inputs: list[list[list]],
 ) -> list[str]:
     """The verdict on each frame block: the worst of its chunks' (see ``judge``)."""
-    grid = [range(-(-n // c)) for n, c in zip(array.shape[1:], array.chunks[1:], strict=True)]
+    grid = [range(-(-n // c)) for n, c in zip(array.shape[1:], layout.chunks[1:], strict=True)]
     owners, paths = [], []
     for block in range(blocks):
         for rest in itertools.product(*grid):
@@ -382,7 +397,6 @@ def _create(layout: _Layout, *, run: str, create: bool) -> None:
     options: dict[str, Any] = dict(
         shape=layout.shape,
         dtype=layout.dtype,
-        chunks=layout.chunks,
         compressors=layout.compressors,
         attributes={_RUN: run},
     )
@@ -394,6 +408,7 @@ def _create(layout: _Layout, *, run: str, create: bool) -> None:
             overwrite=True,
             zarr_format=layout.zarr_format,
             **options,
+            **layout.stored_chunks,
             **layout.options,
         )
         return
@@ -415,7 +430,7 @@ def _create(layout: _Layout, *, run: str, create: bool) -> None:
             version="0.5" if layout.zarr_format == 3 else "0.4",
         )
     )
-    group.create_array(_LEVEL, **options)
+    group.create_array(_LEVEL, **options, **layout.stored_chunks)
     for level in range(1, layout.levels):
         group.create_array(
             f"s{level}",

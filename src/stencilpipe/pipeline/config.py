@@ -402,6 +402,8 @@ class PipelineConfig(_Strict):
     levels: PositiveInt = 1
     #: Zarr outputs: 3 (OME-NGFF 0.5), or 2 (OME-NGFF 0.4) for readers that need it.
     zarr_format: Literal[2, 3] = 3
+    #: Zarr 3 outputs: one shard per block holding one chunk per 2-D frame (few objects).
+    zarr_shards: bool = False
     #: fsspec options for ``input``/``output`` URLs (``endpoint_url``, ``profile``, ``anon``,
     #: ``region_name``...), as dask's readers take them. Never printed nor dumped: keep
     #: secrets in the usual environment variables and files rather than here.
