@@ -7,6 +7,9 @@ import functools
 import http.server
 import importlib.util
 import io
+import os
+import subprocess
+import sys
 import threading
 
 import fsspec
@@ -212,3 +215,35 @@ def test_http_reads_and_refuses_writes(http_folder):
     with pytest.raises(TargetError, match=r"http:// URLs are read only"):
         imsave(data, f"{url}/out/")
     assert sorted(p.name for p in folder.iterdir()) == ["a.ome.tif"]
+
+
+def test_cli_inspect_on_s3_with_credentials_from_the_environment(s3):
+    """``stencilpipe inspect`` reads credentials and the endpoint the usual way (AWS_*
+    variables); a missing bucket is one line on stderr and exit code 2."""
+    options, bucket = s3
+    fs = s3fs.S3FileSystem(**options, skip_instance_cache=True)
+    buffer = io.BytesIO()
+    tifffile.imwrite(buffer, np.zeros((3, 4, 8, 9), np.uint8), ome=True, metadata={"axes": "CZYX"})
+    fs.pipe_file(f"{bucket}/a.ome.tif", buffer.getvalue())
+    env = {
+        **os.environ,
+        "AWS_ACCESS_KEY_ID": options["key"],
+        "AWS_SECRET_ACCESS_KEY": options["secret"],
+        "AWS_ENDPOINT_URL": options["endpoint_url"],
+    }
+    command = [sys.executable, "-m", "stencilpipe", "inspect"]
+    found = subprocess.run(
+        [*command, f"s3://{bucket}/a.ome.tif"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert found.returncode == 0, found.stderr
+    assert "axes     czyx" in found.stdout
+    missing = subprocess.run(
+        [*command, "s3://no-such-bucket/a.tif"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert missing.returncode == 2
+    assert missing.stderr.strip().count("\n") == 0
+    assert "s3://no-such-bucket/a.tif: the bucket 'no-such-bucket' does not exist" in missing.stderr
