@@ -198,7 +198,12 @@ class RankWindow:
 
         def call(x, out, cval, start, stop, to):
             batch, *core = x.shape
-            frame = {1: (1, 1, *core), 2: (core[0], 1, core[1]), 3: tuple(core)}[ndim]
+            if ndim == 3:
+                frame = tuple(core)
+            elif ndim == 2:
+                frame = (core[0], 1, core[1])
+            else:  # a row is a whole frame: one line
+                frame = (1, 1, core[0])
             xs, outs = _view(x, (batch, *frame)), _view(out, (batch, *frame))
             loop(xs, outs, cval, start, stop, reach, kn, self.rank, code, to, *extra)
 
