@@ -139,8 +139,8 @@ def test_bool_float16_and_big_endian_inputs():
 
 
 def test_unsupported_dtypes_raise_type_error():
-    with pytest.raises(TypeError, match="(?i)complex"):
-        ndf.correlate(np.ones((3, 3), np.complex128), WEIGHTS_2D)
+    with pytest.raises(TypeError, match="(?i)complex"):  # scipy's order filters refuse it too
+        ndf.median_filter(np.ones((3, 3), np.complex128), 3)
     with pytest.raises(TypeError, match="datetime64|<M8"):
         ndf.correlate1d(np.arange(4).astype("datetime64[s]"), [1.0])
 

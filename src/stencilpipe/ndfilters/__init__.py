@@ -7,6 +7,9 @@ plus scipy's ``output=`` and ``axes=`` as keyword-only parameters; scipy's 1-D
 forms take scipy's. Values are scipy.ndimage's on the whole array, integer
 casting included (each separable pass stored in the output dtype, as scipy
 does); NumPy in gives NumPy out, Dask gives Dask (any chunking), CuPy gives CuPy.
+Complex input (and weights) is filtered in its real and imaginary parts where scipy
+does so; bool, every integer type, float16 (computed in float32) and big-endian
+arrays are read as scipy reads them, anything else is a TypeError.
 Each footprint or set of weights becomes a kernel compiled once per process;
 no scipy function runs on the data.
 """
@@ -30,6 +33,7 @@ from ._derivatives import (
     sobel,
 )
 from ._generic import generic_filter, threshold_local
+from ._generic1d import generic_filter1d
 from ._order import (
     maximum_filter,
     maximum_filter1d,
@@ -51,6 +55,7 @@ __all__ = [
     "gaussian_gradient_magnitude",
     "gaussian_laplace",
     "generic_filter",
+    "generic_filter1d",
     "laplace",
     "maximum_filter",
     "maximum_filter1d",

@@ -12,18 +12,20 @@ receives a value already in range and leaves it alone.
 
 Inputs are read as scipy reads them (big-endian converted), plus what scipy
 refuses but can be defined without doubt: bool is read as 0/1 and float16 is
-computed in float32 and returned as float16.
+computed in float32 and returned as float16. Complex inputs are filtered in
+their parts (:mod:`._complex`).
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 
 from ..stencils.dtypes import SUPPORTED
 
-__all__ = ["Dtypes", "resolve_dtypes", "store_lines", "as_compute_input"]
+__all__ = ["Dtypes", "complex_output", "resolve_dtypes", "store_lines", "as_compute_input"]
 
 _INT32_MIN = -(2**31)
 _INT64_MIN = -(2**63)
@@ -38,7 +40,7 @@ class Dtypes:
         The dtype the input is read as (bool as uint8, float16 as float32).
     store : numpy.dtype
         The dtype every pass stores: scipy's output dtype, float32 for float16 (bool
-        is stored as uint8 holding 0/1: see :attr:`kernel_store`).
+        is stored as uint8 holding scipy's byte, nonzero for True: see :attr:`kernel_store`).
     output : numpy.dtype
         The dtype returned.
     """
@@ -70,12 +72,32 @@ def _readable(dtype: np.dtype, what: str, name: str) -> np.dtype:
     )
 
 
+def complex_output(input_dtype: np.dtype, output: Any) -> np.dtype:
+    """The dtype of a complex result (scipy's ``_get_output(..., complex_output=True)``)."""
+    if output is None:
+        return np.promote_types(input_dtype, np.complex64)
+    if isinstance(output, (type, np.dtype)):
+        wanted = np.dtype(output)
+        if wanted.kind != "c":
+            warnings.warn("promoting specified output dtype to complex", stacklevel=4)
+            wanted = np.promote_types(wanted, np.complex64)
+        return wanted
+    wanted = np.dtype(output) if isinstance(output, str) else np.dtype(output.dtype)
+    if wanted.kind != "c":
+        raise RuntimeError("output must have complex dtype")
+    return wanted
+
+
 def resolve_dtypes(input_dtype: np.dtype, output: Any, name: str) -> Dtypes:
     """The dtypes of a call of filter ``name`` on ``input_dtype`` with scipy's ``output=``.
 
     ``output`` is None (the input's dtype), a dtype (or type, or string), or an
-    array (its dtype).
+    array (its dtype). A complex input is filtered in its parts (:mod:`._complex`): all
+    three dtypes are then the complex result's.
     """
+    if np.dtype(input_dtype).kind == "c":
+        wanted = complex_output(input_dtype, output)
+        return Dtypes(wanted, wanted, wanted)
     compute = _readable(input_dtype, "input", name)
     if output is None:
         wanted = np.dtype(input_dtype)
@@ -125,10 +147,10 @@ def store_lines(value: str, store: np.dtype) -> list[str]:
         ]
         if store == np.int32:
             return lines + ["    return v"]
-        if store.kind == "b":  # scipy's bool is its uint8, nonzero or not
-            return lines + ["    return 1 if v & 255 else 0"]
         mask = (1 << bits) - 1
-        if store.kind == "u":
+        # scipy's bool output is an unsigned char: a pass stores the byte (-1.0 is 255), and
+        # the next pass reads that byte as a number; nonzero is True at the end.
+        if store.kind in "ub":
             return lines + [f"    return v & {mask}"]
         half = 1 << (bits - 1)
         return lines + [f"    return ((v + {half}) & {mask}) - {half}"]

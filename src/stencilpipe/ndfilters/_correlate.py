@@ -13,12 +13,12 @@ from ._apply import (
     ShapeError,
     as_array,
     check_axes,
-    check_real,
     dtypes_of,
     finish,
     normalize_sequence,
     run_passes,
 )
+from ._complex import is_complex, via_parts
 from ._kernels import correlate1d_kernel, correlate_kernel, uniform1d_kernel
 
 __all__ = [
@@ -46,13 +46,6 @@ class AxisTypeError(TypeError, ValueError):
     """A non-integer axis: scipy raises a TypeError, dask-image a ValueError."""
 
 
-def _real_weights(weights: Any) -> np.ndarray:
-    weights = np.asarray(weights)
-    if weights.dtype.kind == "c":
-        raise TypeError("complex weights are not supported by stencilpipe.ndfilters")
-    return np.asarray(weights, dtype=np.float64)
-
-
 def _origin_1d(origin: Any, length: int) -> int:
     origin = operator.index(origin)
     if origin < -(length // 2) or origin > (length - 1) // 2:
@@ -71,7 +64,14 @@ def run_1d(
     cval: Any,
 ) -> Any:
     """``array`` through 1-D ``steps`` (``(build(store) -> Stencil, mode, axis)`` each), every
-    pass storing the output dtype as scipy's separable filters do; the identity without steps."""
+    pass storing the output dtype as scipy's separable filters do; the identity without steps.
+    A complex ``array`` runs its real and imaginary parts through the steps."""
+    if is_complex(array):
+
+        def part(values, _weights, dtype, fill):
+            return run_1d(values, name, dtype, steps, fill)
+
+        return via_parts(part, array, None, output, cval)
     dtypes = dtypes_of(array, output, name)
     store = dtypes.store
     passes = [
@@ -106,8 +106,16 @@ def correlate1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, 
         Of the input's array type; values as scipy's.
     """
     array = as_array(input)
-    check_real(array, "correlate1d")
-    weights = _real_weights(weights)
+    weights = np.asarray(weights)
+    if is_complex(array) or is_complex(weights):
+        if is_complex(weights):
+            weights = weights.conj().astype(np.complex128)  # as np.correlate
+
+        def part(values, real_weights, dtype, fill):
+            return correlate1d(values, real_weights, axis, dtype, mode, fill, origin)
+
+        return via_parts(part, array, weights, output, cval)
+    weights = weights.astype(np.float64)
     if weights.ndim != 1 or weights.shape[0] < 1:
         raise RuntimeError("no filter weights given")
     axis = axis_index(axis, array.ndim)
@@ -122,17 +130,27 @@ def convolve1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, o
 
     Parameters are those of :func:`correlate1d`; the weights are reversed.
     """
-    weights = _real_weights(weights)
-    if weights.ndim != 1 or weights.shape[0] < 1:
+    weights = np.asarray(weights)
+    if weights.ndim < 1 or weights.shape[0] < 1:  # the rest is correlate1d's to check (scipy's)
         raise RuntimeError("no filter weights given")
     origin = -int(origin) - (0 if len(weights) % 2 else 1)
-    return correlate1d(input, weights[::-1], axis, output, mode, cval, origin)
+    weights = weights[::-1].conj() if is_complex(weights) else weights[::-1]  # undone there
+    return correlate1d(input, weights, axis, output, mode, cval, origin)
 
 
 def _correlate_nd(image, weights, mode, cval, origin, output, axes, convolution, name):
     array = as_array(image)
-    check_real(array, name)
-    weights = _real_weights(weights)
+    weights = np.asarray(weights)
+    if is_complex(array) or is_complex(weights):
+        if is_complex(weights) and not convolution:
+            weights = weights.conj()  # as np.correlate
+
+        def part(values, real_weights, dtype, fill):
+            args = (mode, fill, origin, dtype, axes, convolution, name)
+            return _correlate_nd(values, real_weights, *args)
+
+        return via_parts(part, array, weights, output, cval)
+    weights = weights.astype(np.float64)
     axes = check_axes(axes, array.ndim)
     origins = normalize_sequence(origin, len(axes))
     if len(axes) < array.ndim:
@@ -234,7 +252,6 @@ def uniform_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0
     then differ by one where the mean is an integer that scipy's drift truncates.
     """
     array = as_array(input)
-    check_real(array, "uniform_filter1d")
     axis = axis_index(axis, array.ndim)
     if size < 1:
         raise RuntimeError("incorrect filter size")
@@ -262,7 +279,6 @@ def uniform_filter(image, size=3, mode="reflect", cval=0.0, origin=0, *, output=
     See :func:`uniform_filter1d` for integer outputs.
     """
     array = as_array(image)
-    check_real(array, "uniform_filter")
     axes = check_axes(axes, array.ndim)
     sizes = normalize_sequence(size, len(axes))
     origins = normalize_sequence(origin, len(axes))

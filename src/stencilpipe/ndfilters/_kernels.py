@@ -25,6 +25,7 @@ __all__ = [
     "uniform1d_kernel",
     "binary_kernel",
     "rank_kernel",
+    "store_kernel",
     "structured_kernel",
 ]
 
@@ -177,3 +178,10 @@ def binary_kernel(offsets: tuple[Offset, ...], every: bool) -> Stencil:
     test = (" and " if every else " or ").join(f"{_read(offset)} != 0" for offset in offsets)
     source = f"def binary(x):\n    return 1 if {test} else 0\n"
     return _from_source("binary", source, {}, dtype=np.uint8)
+
+
+@functools.lru_cache(maxsize=32)
+def store_kernel(store: np.dtype) -> Stencil:
+    """Each double stored in ``store`` as scipy's C code stores it (a 1-D kernel reading only
+    its own element)."""
+    return _kernel("store", ["    t = np.float64(x[0])"], store)
