@@ -1,7 +1,9 @@
-"""stencilpipe.ndfilters against dask_image.ndfilters and scipy.ndimage, side by side in one run.
+"""stencilpipe.ndfilters and ndmorph against dask_image.ndfilters/ndmorph and scipy.ndimage,
+side by side in one run.
 
-A chunked 3-D stack (uint16 and float32), every ndfilters function with typical
-arguments. Times are the best of ``--repeat`` runs after one warm-up run (which
+A chunked 3-D stack (uint16 and float32), every ndfilters and ndmorph function with
+typical arguments (binary morphology on the uint16 stack thresholded at its median;
+dask-image has no grey morphology: ``-``). Times are the best of ``--repeat`` runs after one warm-up run (which
 compiles stencilpipe's kernels); dask inputs are computed with Dask's threaded
 scheduler, scipy runs on the whole NumPy array. Ratios above 1 mean stencilpipe is
 faster. The last column is the largest difference from scipy (0 for exact).
@@ -17,10 +19,12 @@ import time
 import dask
 import dask.array as da
 import dask_image.ndfilters as dif
+import dask_image.ndmorph as dim
 import numpy as np
 import scipy.ndimage as ndi
 
 import stencilpipe.ndfilters as ndf
+import stencilpipe.ndmorph as ndm
 
 WEIGHTS = np.arange(27.0).reshape(3, 3, 3) / 351.0
 BALL = ndi.generate_binary_structure(3, 1)
@@ -49,6 +53,17 @@ CASES = {
     "laplace": ((), {}),
     "generic_filter": ((local_max,), {"size": 3}),
     "threshold_local": ((5,), {}),
+}
+#: ndmorph's cases: name -> (positional arguments, keyword arguments).
+MORPH_CASES = {
+    "binary_erosion": ((), {"iterations": 2}),
+    "binary_dilation": ((), {"structure": np.ones((3, 3, 3), bool)}),
+    "binary_opening": ((), {}),
+    "binary_closing": ((), {"iterations": 2}),
+    "grey_erosion": ((), {"size": 3}),
+    "grey_dilation": ((), {"footprint": BALL}),
+    "grey_opening": ((), {"size": (1, 5, 5)}),
+    "grey_closing": ((), {"structure": BALL.astype(np.float64)}),
 }
 
 
@@ -92,27 +107,39 @@ def main() -> None:
     print(f"shape {tuple(options.shape)}, chunks {tuple(options.chunks)}, best of {options.repeat}")
     print(header)
     print("-" * len(header))
+    binary = {"bool": stacks["uint16"] > np.median(stacks["uint16"])}
+    tables = [(ndf, dif, CASES, stacks)]
+    tables += [(ndm, dim, {n: c for n, c in MORPH_CASES.items() if "binary" in n}, binary)]
+    tables += [(ndm, None, {n: c for n, c in MORPH_CASES.items() if "grey" in n}, stacks)]
     with dask.config.set(scheduler="threads"):
-        for name, (args, kwargs) in CASES.items():
-            if options.only and name not in options.only:
-                continue
-            for dtype, data in stacks.items():
-                lazy = da.from_array(data, chunks=tuple(options.chunks))
-                ours = dask_call(getattr(ndf, name), lazy, args, kwargs)
-                theirs = dask_call(getattr(dif, name), lazy, args, kwargs)
-                reference = scipy_call(name, data, args, kwargs)
-                result = ours()  # warm-up: compiles
-                expected = reference()
-                theirs()
-                diff = float(np.max(np.abs(result.astype(np.float64) - expected)))
-                t_ours = best_time(ours, options.repeat)
-                t_theirs = best_time(theirs, options.repeat)
-                t_scipy = best_time(reference, options.repeat)
-                print(
-                    f"{name:<28} {dtype:<8} {t_ours:>13.4f} {t_theirs:>12.4f} {t_scipy:>9.4f} "
-                    f"{t_theirs / t_ours:>12.2f}x {t_scipy / t_ours:>8.2f}x {diff:>11.3g}",
-                    flush=True,
-                )
+        for ours_module, their_module, cases, data_by_dtype in tables:
+            for name, (args, kwargs) in cases.items():
+                if options.only and name not in options.only:
+                    continue
+                for dtype, data in data_by_dtype.items():
+                    print(row(name, dtype, data, args, kwargs, ours_module, their_module, options))
+
+
+def row(name, dtype, data, args, kwargs, ours_module, their_module, options) -> str:
+    """One line of the table: the three timings, the two ratios, the largest difference."""
+    lazy = da.from_array(data, chunks=tuple(options.chunks))
+    ours = dask_call(getattr(ours_module, name), lazy, args, kwargs)
+    reference = scipy_call(name, data, args, kwargs)
+    result = ours()  # warm-up: compiles
+    expected = reference()
+    diff = float(np.max(np.abs(result.astype(np.float64) - expected)))
+    t_ours = best_time(ours, options.repeat)
+    t_scipy = best_time(reference, options.repeat)
+    t_theirs_text, ratio_text = "-", "-"
+    if their_module is not None:
+        theirs = dask_call(getattr(their_module, name), lazy, args, kwargs)
+        theirs()
+        t_theirs = best_time(theirs, options.repeat)
+        t_theirs_text, ratio_text = f"{t_theirs:.4f}", f"{t_theirs / t_ours:.2f}x"
+    return (
+        f"{name:<28} {dtype:<8} {t_ours:>13.4f} {t_theirs_text:>12} {t_scipy:>9.4f} "
+        f"{ratio_text:>13} {t_scipy / t_ours:>8.2f}x {diff:>11.3g}"
+    )
 
 
 if __name__ == "__main__":
