@@ -1,12 +1,13 @@
 """One run at a time on one output: a lock file with the host, pid and run id of its holder.
 
-The lock is ``<output>/.stencilpipe/lock`` (see :func:`state_dir`), created with ``O_CREAT |
-O_EXCL`` (atomic on local and network file systems), as Snakemake locks its working
-directory. A second run refuses with one line naming the holder, or waits for it. A lock
-whose holder is dead (a process on this host that no longer exists, or whose pid now belongs
-to a process started later) is stale and is taken over; a lock held on another host is
-trusted, since its process cannot be checked from here. Taking over runs under an ``flock``
-on a guard file, so two runs that find the same stale lock cannot both take it.
+The lock is ``<output>/.stencilpipe/lock`` (see :func:`state_dir`), created whole and only
+if it does not exist (a hard link of a written file; atomic on local and network file
+systems), as Snakemake locks its working directory. A second run refuses with one line
+naming the holder, or waits for it. A lock whose holder is dead (a process on this host that
+no longer exists, or whose pid now belongs to a process started later) is stale and is taken
+over; a lock held on another host is trusted, since its process cannot be checked from here.
+Taking over runs under an ``flock`` on a guard file, so two runs that find the same stale
+lock cannot both take it.
 
 The run id in the lock is the one that the holder's temporary files carry
 (:mod:`stencilpipe.io.atomic`), so that clean-up spares the files of a live run.
@@ -124,22 +125,46 @@ def _try_take(path: Path, me: Holder) -> Holder | None:
         except FileNotFoundError:  # a run that wrote nothing just removed its folders
             path.parent.mkdir(parents=True, exist_ok=True)
     with guard:
-        with contextlib.suppress(OSError):  # a file system without locks: O_EXCL still holds
+        with contextlib.suppress(OSError):  # a file system without locks: creation still holds
             fcntl.flock(guard, fcntl.LOCK_EX)  # released when the file closes
         holder = _read(path)
         if holder is not None:
             if holder.alive():
                 return holder
             path.unlink(missing_ok=True)  # stale: its holder is dead
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:  # a run on another host took it between our look and now
-            return _read(path) or me
-        with os.fdopen(fd, "w") as fh:
-            json.dump(asdict(me), fh)
+        if not _create_whole(path, json.dumps(asdict(me)).encode()):
+            return _read(path) or me  # a run on another host took it between our look and now
+    return None
+
+
+def _create_whole(path: Path, data: bytes) -> bool:
+    """Create ``path`` holding ``data``, only if it does not exist; False if it does.
+
+    The file is written (and fsync'd) under a temporary name and hard-linked into place,
+    which fails when ``path`` exists, atomically on local and network file systems: no
+    reader ever sees it empty. Where hard links are not supported, ``O_EXCL`` creates it.
+    """
+    temp = path.with_name(f".{path.name}.{new_run()}-{new_run()}.tmp")
+    try:
+        with open(temp, "xb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-    return None
+        os.link(temp, path)
+    except FileExistsError:
+        return False
+    except OSError:  # no hard links here
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+    finally:
+        temp.unlink(missing_ok=True)
+    return True
 
 
 @contextlib.contextmanager
