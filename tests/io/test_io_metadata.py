@@ -262,3 +262,12 @@ def test_sharded_zarr_one_object_per_block_one_chunk_per_frame(ome_tiff, tmp_pat
     assert (again.frames_written, again.frames_skipped) == (0, 24)
     with pytest.raises(TargetError, match="shards=True needs zarr_format=3"):
         imsave(stack, tmp_path / "v2.zarr", shards=True, zarr_format=2)
+
+
+def test_a_store_written_again_in_the_other_zarr_format_is_replaced(ome_tiff, tmp_path):
+    out = tmp_path / "f.ome.zarr"
+    imsave(imread(ome_tiff), out)
+    report = imsave(imread(ome_tiff), out, zarr_format=2)
+    assert (report.frames_written, report.frames_stale) == (24, 24)
+    assert zarr.open_group(out, mode="r").metadata.zarr_format == 2
+    np.testing.assert_array_equal(zarr.open_group(out, mode="r")["s0"][:], TCZYX)

@@ -211,7 +211,8 @@ def save_zarr(
         existing.dtype,
         existing.shards or existing.chunks,
         existing.shards is not None,
-    ) == (layout.shape, layout.dtype, layout.chunks, layout.sharded)
+        existing.metadata.zarr_format,
+    ) == (layout.shape, layout.dtype, layout.chunks, layout.sharded, layout.zarr_format)
     if not fits and existing.attrs.get(_RUN) is None:  # not ours: never replaced unasked
         raise TargetError(
             f"{store} already holds an array of shape {existing.shape}, dtype "
