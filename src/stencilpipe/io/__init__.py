@@ -1,5 +1,9 @@
 """Read image stacks lazily and write them back atomically, in parallel, resumably.
 
+Stacks keep what they are: axes, physical sizes, units and channel names (OME-TIFF,
+ImageJ, TIFF tags, OME-Zarr) travel to OME-Zarr and OME-TIFF outputs; paths may be fsspec
+URLs (``s3://``, ``gs://``, ``az://``, ``http(s)://`` to read, ``memory://``).
+
 >>> import os, tempfile
 >>> import numpy as np
 >>> from stencilpipe.io import imread, imsave
