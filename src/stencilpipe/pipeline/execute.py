@@ -104,7 +104,7 @@ class _Blocks:
 
     @property
     def directory(self) -> str:
-        """Where the write goes: the files' directory, or the Zarr store."""
+        """Where the write goes: the files' directory, else the output (a store, a file)."""
         return self.write.directory if self.files else self.output
 
     def outcome(self) -> Outcome:
@@ -205,8 +205,10 @@ def execute_here(
     return blocks.outcome()
 
 
-def _flush(directory: str) -> None:
-    """Flush what this worker's host wrote into ``directory`` (if it sees it)."""
+def _flush(output: str) -> None:
+    """Flush what this host wrote into ``output`` (a directory, a Zarr store or a file such
+    as an OME-TIFF), if it sees it."""
+    directory = output if os.path.isdir(output) else os.path.dirname(output)
     if os.path.isdir(directory):
         flush(directory)
 
