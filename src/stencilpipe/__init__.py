@@ -4,17 +4,21 @@
 >>> @sp.stencil
 ... def smooth(x):
 ...     return (x[-1, 0] + x[0, 0] + x[1, 0]) // 3
+
+Names load on first use (PEP 562): ``import stencilpipe`` alone imports neither
+NumPy's stack of Dask and Numba nor the IO libraries, so ``stencilpipe --help`` and
+other commands that need none of them start in a fraction of a second.
 """
 
+import importlib
 import importlib.metadata as _metadata
+from typing import TYPE_CHECKING, Any
 
 try:
     __version__ = _metadata.version("stencilpipe")
 except _metadata.PackageNotFoundError:  # a source tree on sys.path, not installed
     __version__ = "0+unknown"
 
-from . import library, ndfilters
-from .backends import BackendError, to_backend
 from .errors import (
     BoundaryError,
     ClusterError,
@@ -23,18 +27,52 @@ from .errors import (
     KernelError,
     StencilpipeError,
 )
-from .io import (
-    NoSpaceLeft,
-    OutputBusy,
-    Provenance,
-    StackInfo,
-    TargetError,
-    WriteReport,
-    imread,
-    imsave,
-    inspect,
-)
-from .stencils import Chain, Stencil, chain, stencil
+
+if TYPE_CHECKING:
+    from . import library, ndfilters, ndmorph
+    from .backends import BackendError, to_backend
+    from .io import (
+        Image,
+        Metadata,
+        NoSpaceLeft,
+        OutputBusy,
+        Provenance,
+        StackInfo,
+        TargetError,
+        WriteReport,
+        imread,
+        imsave,
+        inspect,
+        read_image,
+    )
+    from .stencils import Chain, Stencil, chain, stencil
+
+#: Where each lazily loaded name lives: a submodule (its own name) or a module's attribute.
+_WHERE = {
+    "library": ".library",
+    "ndfilters": ".ndfilters",
+    "ndmorph": ".ndmorph",
+    "BackendError": ".backends",
+    "to_backend": ".backends",
+    **dict.fromkeys(
+        [
+            "Image",
+            "Metadata",
+            "NoSpaceLeft",
+            "OutputBusy",
+            "Provenance",
+            "StackInfo",
+            "TargetError",
+            "WriteReport",
+            "imread",
+            "imsave",
+            "inspect",
+            "read_image",
+        ],
+        ".io",
+    ),
+    **dict.fromkeys(["Chain", "Stencil", "chain", "stencil"], ".stencils"),
+}
 
 __all__ = [
     "BackendError",
@@ -42,8 +80,10 @@ __all__ = [
     "Chain",
     "ClusterError",
     "ConfigError",
+    "Image",
     "ImageStackError",
     "KernelError",
+    "Metadata",
     "NoSpaceLeft",
     "OutputBusy",
     "Provenance",
@@ -58,6 +98,22 @@ __all__ = [
     "inspect",
     "library",
     "ndfilters",
+    "ndmorph",
+    "read_image",
     "stencil",
     "to_backend",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'stencilpipe' has no attribute {name!r}")
+    module = importlib.import_module(where, __name__)
+    value = module if where == f".{name}" else getattr(module, name)
+    globals()[name] = value  # found directly from now on
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

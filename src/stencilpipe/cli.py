@@ -305,31 +305,17 @@ def apply(stages: str, input_path: str, output: str, boundary: str, options: Run
     _run_config(parse_config(data, source="command line", base_dir=Path.cwd()), options)
 
 
-def _stack_dict(info: Any) -> dict[str, Any]:
-    """What ``inspect --json`` prints: the stack's description."""
-    return {
-        "source": info.source,
-        "kind": info.kind,
-        "frames": info.frames,
-        "shape": list(info.shape),
-        "dtype": str(info.dtype),
-        "bytes": info.nbytes,
-        "chunks": [list(c) for c in info.chunks],
-        "files": len(info.files),
-        "bad_files": [{"file": path, "error": why} for path, why in info.bad_files],
-    }
-
-
 @main.command(name="inspect")
 @click.argument("input_path", metavar="INPUT")
 @_json_flag
 @_friendly_errors
 def inspect_command(input_path: str, json_output: bool) -> None:
-    """Describe the image stack INPUT: frames, shape, dtype, size, chunks, bad files."""
+    """Describe the image stack INPUT: frames, shape, dtype, size, chunks, axes, scale,
+    units, channel names, bad files."""
     from .io import inspect
 
     info = inspect(input_path, skip_bad=True)
-    click.echo(json.dumps(_stack_dict(info)) if json_output else info.summary())
+    click.echo(json.dumps(info.as_dict()) if json_output else info.summary())
 
 
 @main.command()

@@ -20,7 +20,7 @@ import dask.array as da
 import numpy as np
 from dask.delayed import Delayed
 
-from .atomic import new_run, remove_stale_temps, write_atomic
+from .atomic import BATCH, DURABILITY, new_run, remove_stale_temps, write_atomic
 from .errors import BadImageFile, TargetError
 from .formats import FrameWriter, scan_file, writer_for
 from .image import Image
@@ -67,6 +67,7 @@ def imsave(
     storage_options: Mapping[str, Any] | None = None,
     zarr_format: int = 3,
     shards: bool = False,
+    durability: str = BATCH,
 ) -> WriteReport | Delayed:
     """Write the frames of ``array`` (its first axis) in parallel, atomically, resumably.
 
@@ -119,6 +120,12 @@ def imsave(
         its fsspec file system. Files are whole-object puts there; Zarr chunks go through
         zarr's fsspec store; provenance records and resume work as on disk, but object
         storage has no lock: one run at a time per output URL.
+    durability : {'batch', 'per-file'}
+        File targets: ``batch`` (default) renames each written file into place without
+        an fsync and makes them all durable with one flush when the write ends (a crash
+        before it can leave renamed files without data, which resume finds by their
+        checksums and writes again); ``per-file`` fsyncs each file before its rename.
+        Zarr and OME-TIFF targets are flushed once at the end either way.
 
     Returns
     -------
@@ -163,6 +170,7 @@ def imsave(
         storage_options=storage_options,
         zarr_format=zarr_format,
         shards=shards,
+        durability=durability,
     )
     if not compute:
         planned = plan_write(array, target, **options)
@@ -190,6 +198,7 @@ def plan_write(
     storage_options: Mapping[str, Any] | None = None,
     zarr_format: int = 3,
     shards: bool = False,
+    durability: str = BATCH,
 ) -> PendingWrite | Delayed:
     """Plan what :func:`imsave` writes: checks the target, keeps what is still right.
 
@@ -206,6 +215,8 @@ def plan_write(
         be computed (and fail) one by one; for a Zarr store, the delayed
         :class:`WriteReport`.
     """
+    if durability not in DURABILITY:
+        raise ValueError(f"durability must be one of {', '.join(DURABILITY)}, got {durability!r}")
     array = da.asarray(array)
     if array.ndim == 2:
         array = array[np.newaxis]
@@ -256,7 +267,18 @@ def plan_write(
     frames = array.reshape((-1, *array.shape[metadata.axes.index("y") :]))
     tags = _frame_tags(inputs, frames)
     return plan_files(
-        frames, where, names, overwrite, compression, inputs, only, provenance, lock, tags, remote
+        frames,
+        where,
+        names,
+        overwrite,
+        compression,
+        inputs,
+        only,
+        provenance,
+        lock,
+        tags,
+        remote,
+        durability,
     )
 
 
@@ -318,6 +340,7 @@ def plan_files(
     lock: LockOutput | None,
     tags: Sequence[TiffTags | None] | None = None,
     remote: RemoteDirectory | None = None,
+    durability: str = BATCH,
 ) -> PendingWrite:
     """Plan writing ``array`` one file per frame into ``target`` (see :func:`imsave`);
     a TIFF frame keeps ``tags[i]``, its input's resolution tags and ImageDescription."""
@@ -391,6 +414,7 @@ def plan_files(
         compression=compression,
         provenance=provenance,
         remote=remote,
+        durability=durability,
         concatenate=True,
         dtype=np.int64,
         meta=np.empty(0, np.int64),
@@ -434,9 +458,11 @@ def _write_frames(
     compression: str | None,
     provenance: Provenance,
     remote: RemoteDirectory | None,
+    durability: str,
 ) -> np.ndarray:
     """Write each frame of ``block`` whose ``plan`` entry is ``(path, inputs, tags)``, then
-    its provenance record; return bytes per frame."""
+    its provenance record (each fsync'd first with ``durability="per-file"``); return bytes
+    per frame."""
     block = to_numpy(block)
     written = np.zeros(len(plan), np.int64)
     for i, entry in enumerate(plan):
@@ -450,6 +476,16 @@ def _write_frames(
                 written[i] = remote.put(path, data)
                 remote.write_record(name, data, provenance, inputs)
                 continue
-            written[i] = write_atomic(path, lambda fh, data=data: fh.write(data), run=run)
-            write_record(directory, name, data, provenance=provenance, inputs=inputs, run=run)
+            written[i] = write_atomic(
+                path, lambda fh, data=data: fh.write(data), run=run, durability=durability
+            )
+            write_record(
+                directory,
+                name,
+                data,
+                provenance=provenance,
+                inputs=inputs,
+                run=run,
+                durability=durability,
+            )
     return written

@@ -18,7 +18,7 @@ from rich.table import Table
 from ..backends import choose_backend, to_backend
 from ..cluster import connect, dashboard_link
 from ..cluster.connect import left_to_us
-from ..errors import ConfigError, KernelError
+from ..errors import ConfigError, ImageStackError, KernelError
 from ..io import PendingWrite, TargetError, WriteReport, imread, plan_write
 from ..io.lock import Locks
 from ..io.provenance import Provenance
@@ -84,7 +84,12 @@ def _balanced(stack: Any, config: PipelineConfig, threads: int) -> Any:
     if stack.numblocks[0] >= CHUNKS_PER_THREAD * threads:
         return stack
     per_chunk = max(1, -(-stack.shape[0] // (CHUNKS_PER_THREAD * threads)))
-    return imread(config.input, chunks={0: per_chunk}, skip_bad=config.skip_bad)
+    return imread(
+        config.input,
+        chunks={0: per_chunk},
+        skip_bad=config.skip_bad,
+        storage_options=config.storage_options,
+    )
 
 
 def planned_threads(config: PipelineConfig) -> int:
@@ -137,13 +142,20 @@ def plan(
     chunks = {0: config.chunks} if isinstance(config.chunks, int) else config.chunks
     with _phase(f"read headers of {config.input}"):
         stack = imread(
-            config.input, chunks=None if chunks == "auto" else chunks, skip_bad=config.skip_bad
+            config.input,
+            chunks=None if chunks == "auto" else chunks,
+            skip_bad=config.skip_bad,
+            storage_options=config.storage_options,
         )
         if chunks == "auto":
             stack = _balanced(stack, config, threads or planned_threads(config))
     (info,) = inputs_of(stack)
     with _phase("build stages"):
         pipeline = build_chain(config)
+        try:  # a 3-D stage needs a z axis: it must not filter across time or channels
+            info.filtered_axes(pipeline.ndim)
+        except ImageStackError as exc:
+            raise ConfigError(f"stages: {exc}") from None
     for stage in pipeline.stages:
         log.info("stage %s: halo %s, boundary %s", stage.name, stage.halo, stage.boundary)
     with _phase("compile stages"):
@@ -155,7 +167,7 @@ def plan(
                 dtype = stage.precompile(dtype)
             except KernelError as exc:
                 raise ConfigError(f"stages.{index}.{name}: {exc}") from None
-    backend = choose_backend(config.backend, info.shape[1:3])
+    backend = choose_backend(config.backend, info.frame_shape[:2])
     # One move to the backend after reading, one back before writing, whatever the stages.
     # A colour stack's channels are a batch axis: the reader marks them (stencils.channels).
     on_backend = pipeline(to_backend(stack, backend))
@@ -168,6 +180,11 @@ def plan(
         only=only,
         provenance=provenance(config, pipeline, info, result, backend),
         lock=lock,
+        levels=config.levels,
+        zarr_format=config.zarr_format,
+        shards=config.zarr_shards,
+        storage_options=config.storage_options,
+        durability=config.durability,
     )
     return Plan(config, backend, stack, info, result, write)
 
