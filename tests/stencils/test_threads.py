@@ -56,3 +56,50 @@ def test_inside_dask_tasks_stencils_stay_on_the_task_thread(pool_calls):
         for stencil in work():
             stencil(lazy).compute()
     assert pool_calls == []
+
+
+def test_run_rows_covers_every_row_once_and_raises_in_the_caller():
+    before = threads.get_num_threads()
+    threads.set_num_threads(2)
+    try:
+        seen = np.zeros(1000, np.int64)
+
+        def mark(lo, hi):
+            seen[lo:hi] += 1
+
+        threads.run_rows(mark, (), 1000, start=0, min_rows=1)
+        assert (seen == 1).all()
+
+        def fail(lo, hi):
+            if lo >= 500:
+                raise ValueError(f"rows {lo}-{hi}")
+
+        with pytest.raises(ValueError, match="rows"):
+            threads.run_rows(fail, (), 1000, min_rows=1)
+    finally:
+        threads.set_num_threads(before)
+
+
+def test_run_rows_does_not_wait_for_a_pool_thread_that_never_starts():
+    """The caller takes every piece a busy pool thread has not started: a call finishes
+    while the pool is held up (as a descheduled thread is on a loaded machine)."""
+    import threading
+
+    before = threads.get_num_threads()
+    threads.set_num_threads(2)
+    held = threading.Event()
+    threads._pool().submit(held.wait)  # the pool's only thread is busy
+    seen = np.zeros(64, np.int64)
+
+    def mark(lo, hi):
+        seen[lo:hi] += 1
+
+    call = threading.Thread(target=threads.run_rows, args=(mark, (), 64), kwargs={"min_rows": 1})
+    call.start()
+    call.join(60)
+    finished = not call.is_alive()
+    held.set()
+    call.join()
+    threads.set_num_threads(before)
+    assert finished, "run_rows waited for a pool thread that had not started"
+    assert (seen == 1).all()

