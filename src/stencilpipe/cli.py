@@ -229,7 +229,11 @@ def _plan_dict(work: Any) -> dict[str, Any]:
     metavar="KEY=VALUE",
     help="Override a config key (a relative path resolves against the working directory).",
 )
-@click.option("--dry-run", is_flag=True, help="Validate and plan, compute nothing.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Validate and plan, compute nothing: chunks, tasks, halo overhead, memory per worker.",
+)
 @click.option(
     "--job-script",
     is_flag=True,
@@ -258,7 +262,11 @@ def run(
         click.echo(json.dumps({"job_script": script}) if options.json_output else script)
     elif dry_run:
         work = plan(settings)
-        click.echo(json.dumps(_plan_dict(work)) if options.json_output else work.describe())
+        estimate = work.estimate()
+        if options.json_output:
+            click.echo(json.dumps(_plan_dict(work) | {"estimate": estimate.as_dict()}))
+        else:
+            click.echo("\n".join([work.describe(), *estimate.lines()]))
     else:
         _run_config(settings, options)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
+import math
 import os
 import time
 from collections.abc import Collection, Iterator
@@ -12,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+from dask.utils import parse_bytes
 from rich.console import Console
 from rich.table import Table
 
@@ -27,6 +30,7 @@ from ..io.write import LockOutput
 from ..stencils import Chain
 from .config import PipelineConfig
 from .execute import Outcome, execute, execute_here, progress_bar, remove_leftovers
+from .sizing import Estimate, estimate, frames_per_chunk
 from .stages import build_chain
 
 __all__ = ["Failure", "Plan", "RunSummary", "plan", "provenance", "run"]
@@ -55,6 +59,8 @@ class Plan:
     info: Any
     result: Any
     write: Any
+    halo: tuple[tuple[int, int], ...] = ()
+    workers: Workers | None = None
 
     def report(self) -> Any:
         """The whole write as one delayed :class:`~stencilpipe.io.WriteReport`."""
@@ -72,18 +78,84 @@ class Plan:
             f"graph:   {len(self.report().__dask_graph__())} tasks"
         )
 
+    def estimate(self) -> Estimate:
+        """Chunks, tasks, halo overhead and peak memory per worker (``--dry-run``)."""
+        workers = self.workers or Workers(None, None)
+        return estimate(
+            self.stack,
+            self.result,
+            len(self.report().__dask_graph__()),
+            self.halo,
+            threads_per_worker=workers.threads,
+            memory_limit=workers.memory_limit,
+        )
+
+
+@dataclass(frozen=True)
+class Workers:
+    """What ``chunks: auto`` sizes chunks for: the smallest memory limit of a worker (None:
+    unknown or unlimited) and the threads of a worker (tasks it runs at once)."""
+
+    memory_limit: int | None
+    threads: int | None
+
+    @classmethod
+    def expected(cls, config: PipelineConfig, frames: int) -> Workers:
+        """The workers a run of ``frames`` frames of ``config`` will have, as far as the
+        config tells: this process (a small run, :func:`in_process`), the embedded
+        cluster's share of this machine's memory (LocalCluster's ``memory_limit='auto'``),
+        a batch job's ``memory`` over its ``processes``; unknown for an existing scheduler
+        (the run asks it once connected, :meth:`of_client`)."""
+        cluster = config.cluster
+        if cluster.jobqueue:
+            processes = int(cluster.job.get("processes", 1))
+            memory = cluster.job.get("memory")
+            limit = parse_bytes(memory) // processes if memory else None
+            return cls(limit, max(1, int(cluster.job.get("cores", 1)) // processes))
+        if cluster.address:
+            return cls(None, None)
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        if in_process(config, frames, None):
+            return cls(total, planned_threads(config))
+        return cls(total // cluster.n_workers, cluster.threads_per_worker)
+
+    @classmethod
+    def of_client(cls, client: Any) -> Workers:
+        """The workers a connected cluster has now."""
+        workers = list(client.scheduler_info()["workers"].values())
+        if not workers:
+            return cls(None, None)
+        limits = [w.get("memory_limit") or 0 for w in workers]
+        return cls(min(limits) or None, max(w.get("nthreads", 1) for w in workers))
+
 
 #: Chunks per worker thread that ``chunks: auto`` aims for, so that the last chunks do not
 #: leave most workers idle and a bad frame fails few others with it.
 CHUNKS_PER_THREAD = 4
 
 
-def _balanced(stack: Any, config: PipelineConfig, threads: int) -> Any:
-    """``stack``, opened again with fewer frames per chunk if it has too few chunks for
-    ``threads`` (only small stacks do, so the second header scan is cheap)."""
-    if stack.numblocks[0] >= CHUNKS_PER_THREAD * threads:
-        return stack
-    per_chunk = max(1, -(-stack.shape[0] // (CHUNKS_PER_THREAD * threads)))
+def _auto_frames(stack: Any, out_dtype: Any, threads: int, workers: Workers) -> int | None:
+    """Frames per chunk for ``chunks: auto`` where the reader's own choice will not do:
+    fewer, so that every one of ``threads`` gets :data:`CHUNKS_PER_THREAD` chunks (small
+    stacks), and so that a worker's tasks fit its memory (:mod:`.sizing`); None to keep
+    the reader's."""
+    now = max(stack.chunks[0])
+    per_chunk = now
+    if stack.numblocks[0] < CHUNKS_PER_THREAD * threads:
+        per_chunk = max(1, -(-stack.shape[0] // (CHUNKS_PER_THREAD * threads)))
+    frame = math.prod(stack.shape[1:])
+    fits = frames_per_chunk(
+        frame * stack.dtype.itemsize,
+        frame * np.dtype(out_dtype).itemsize,
+        workers.memory_limit,
+        workers.threads or 1,
+    )
+    per_chunk = min(per_chunk, fits or per_chunk)
+    return per_chunk if per_chunk < now else None
+
+
+def _reopened(config: PipelineConfig, per_chunk: int) -> Any:
+    """The input stack read again with ``per_chunk`` frames per chunk."""
     return imread(
         config.input,
         chunks={0: per_chunk},
@@ -130,11 +202,13 @@ def plan(
     only: Collection[str] | None = None,
     threads: int | None = None,
     lock: LockOutput | None = None,
+    workers: Workers | None = None,
 ) -> Plan:
     """Build the whole run as one lazy graph; reads headers only, computes nothing.
 
     ``only`` limits the write to these output files (the others count as kept);
-    ``threads`` is the cluster's number of worker threads, when known, for ``chunks: auto``;
+    ``threads`` is the cluster's number of worker threads and ``workers`` what one worker
+    has (default: what the config says, :meth:`Workers.expected`), for ``chunks: auto``;
     ``lock`` (see :func:`~stencilpipe.io.plan_write`) locks the output once it is validated.
     """
     # An int is frames per chunk (whole frames): chunked so when read, so that a bad
@@ -147,8 +221,6 @@ def plan(
             skip_bad=config.skip_bad,
             storage_options=config.storage_options,
         )
-        if chunks == "auto":
-            stack = _balanced(stack, config, threads or planned_threads(config))
     (info,) = inputs_of(stack)
     with _phase("build stages"):
         pipeline = build_chain(config)
@@ -167,6 +239,13 @@ def plan(
                 dtype = stage.precompile(dtype)
             except KernelError as exc:
                 raise ConfigError(f"stages.{index}.{name}: {exc}") from None
+    workers = workers or Workers.expected(config, stack.shape[0])
+    if chunks == "auto":
+        per_chunk = _auto_frames(stack, dtype, threads or planned_threads(config), workers)
+        if per_chunk is not None:
+            with _phase(f"read headers of {config.input} again, {per_chunk} frames per chunk"):
+                stack = _reopened(config, per_chunk)
+            (info,) = inputs_of(stack)
     backend = choose_backend(config.backend, info.frame_shape[:2])
     # One move to the backend after reading, one back before writing, whatever the stages.
     # A colour stack's channels are a batch axis: the reader marks them (stencils.channels).
@@ -186,7 +265,7 @@ def plan(
         storage_options=config.storage_options,
         durability=config.durability,
     )
-    return Plan(config, backend, stack, info, result, write)
+    return Plan(config, backend, stack, info, result, write, pipeline.halo, workers)
 
 
 @dataclass(frozen=True)
@@ -396,9 +475,13 @@ def _compute(
     with connect(config.cluster) as client:
         log.info("dashboard: %s", client.dashboard_link)
         threads = sum(client.nthreads().values())
-        if config.chunks == "auto" and threads and threads != planned_threads(config):
-            # A scheduler that already runs: balance the chunks over the threads it has.
-            work = plan(config, threads=threads, lock=locks.take)
+        workers = Workers.of_client(client)
+        if config.chunks == "auto" and (
+            threads != planned_threads(config) or workers != work.workers
+        ):
+            # Chunks for the workers there are: balanced over their threads, each task
+            # within a worker's memory.
+            work = plan(config, threads=threads or None, lock=locks.take, workers=workers)
         dashboard = dashboard_link(client)
         if dashboard:
             console.print(f"[bold]dashboard:[/bold] {dashboard}")

@@ -82,7 +82,9 @@ class Kernel(PassKernel, Protocol):
     ) -> Any:
         """The code of one specialisation for ``target`` ('cpu': a :class:`RowKernel`)."""
 
-    def pass_kernels(self, in_dtype: np.dtype, mode: str) -> tuple[PassKernel, ...]:
+    def pass_kernels(
+        self, in_dtype: np.dtype, mode: str, out_dtype: np.dtype | None = None
+    ) -> tuple[PassKernel, ...]:
         """The kernels the CPU runs one after another for this call (``(self,)``: itself)."""
 
     def strip_passes(

@@ -371,9 +371,15 @@ class Stencil:
         self._compiled[key] = kernel
         return kernel
 
-    def pass_kernels(self, in_dtype: np.dtype, mode: str) -> tuple[PassKernel, ...]:
-        """The kernels the CPU runs, one after another, for input ``in_dtype`` under ``mode``:
-        ``(self,)`` or those of :attr:`passes` (see :meth:`strip_passes`)."""
+    def pass_kernels(
+        self, in_dtype: np.dtype, mode: str, out_dtype: np.dtype | None = None
+    ) -> tuple[PassKernel, ...]:
+        """The kernels the CPU runs, one after another, for input ``in_dtype`` under ``mode``
+        into ``out_dtype``: ``(self,)`` or those of :attr:`passes` (see :meth:`strip_passes`).
+
+        Passes of an input dtype that end in an integer (a mean's exact integer sums,
+        divided and rounded) serve integer outputs only: a float output keeps the fraction.
+        """
         passes = self.passes or {}
         if mode == "wrap":  # reads the far end of the frame: no strips
             return (self,)
@@ -381,7 +387,11 @@ class Stencil:
             return passes["cpu"]
         if mode == "constant":
             return passes.get("constant", (self,))
-        return passes.get(in_dtype) or passes.get(None) or (self,)
+        own = passes.get(in_dtype)
+        if own and out_dtype is not None and out_dtype.kind == "f":
+            if np.dtype(own[-1].dtype or in_dtype).kind in "iu":
+                own = None
+        return own or passes.get(None) or (self,)
 
     def strip_passes(
         self, in_dtype: np.dtype, out_dtype: np.dtype, mode: str, cval: Any
@@ -397,7 +407,7 @@ class Stencil:
         a stencil has them, are run under every mode but ``wrap`` (the window filters
         of :mod:`.windows`).
         """
-        kernels = self.pass_kernels(in_dtype, mode)
+        kernels = self.pass_kernels(in_dtype, mode, out_dtype)
         passes, dtype = [], in_dtype
         for k, kernel in enumerate(kernels):
             next_dtype = out_dtype if k == len(kernels) - 1 else (kernel.dtype or dtype)
