@@ -368,10 +368,10 @@ def filters(json_output: bool) -> None:
     """List the built-in filters and their parameters."""
     import inspect as pyinspect
 
-    from . import library
+    from . import library, ndmorph
 
     listed = []
-    for name, factory in library.FILTERS.items():
+    for name, factory in {**library.FILTERS, **ndmorph.STAGES}.items():
         signature = pyinspect.signature(factory)
         summary = (factory.__doc__ or "").strip().splitlines()[0]
         if json_output:

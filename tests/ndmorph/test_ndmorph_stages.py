@@ -59,11 +59,6 @@ def test_bad_stage_parameters_are_value_errors():
         STAGES["binary_dilation"](structure=[1, 1])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pipeline/config.py builds its stage models from library.FILTERS only: the lead "
-    "adds stencilpipe.ndmorph.STAGES there (and to `stencilpipe filters`)",
-)
 def test_stencilpipe_apply_runs_a_morphology_stage(tmp_path):
     folder = tmp_path / "in"
     folder.mkdir()

@@ -5,23 +5,7 @@ from __future__ import annotations
 import pytest
 
 #: Test name (without parameters) or full node name -> why it fails here.
-XFAIL: dict[str, str] = {
-    **{
-        f"{name}[{dtype}]": "complex input is not supported by stencilpipe.ndfilters "
-        "(scipy filters its real and imaginary parts separately): a TypeError"
-        for name in (
-            "test_laplace01",
-            "test_laplace02",
-            "test_gaussian_laplace01",
-            "test_gaussian_laplace02",
-            "test_gaussian_gradient_magnitude01",
-            "test_gaussian_gradient_magnitude02",
-        )
-        for dtype in ("complex64", "complex128")
-    },
-    "test_valid_origins1": "generic_filter1d is not offered by stencilpipe.ndfilters "
-    "(dask-image has no 1-D generic filter either)",
-}
+XFAIL: dict[str, str] = {}
 
 
 def pytest_collection_modifyitems(config, items):

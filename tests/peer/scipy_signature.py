@@ -14,6 +14,7 @@ from stencilpipe.ndfilters import (  # noqa: F401  (scipy order already)
     convolve1d,
     correlate1d,
     gaussian_filter1d,
+    generic_filter1d,
     maximum_filter1d,
     minimum_filter1d,
     uniform_filter1d,

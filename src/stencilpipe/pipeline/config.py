@@ -51,7 +51,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from .. import library
+from .. import library, ndmorph
 from ..errors import ConfigError
 from ..stencils.boundary import MODES
 
@@ -280,7 +280,7 @@ def _params_model(name: str, factory: Any) -> type[BaseModel]:
 
 def _stage_models() -> dict[str, type[BaseModel]]:
     models: dict[str, type[BaseModel]] = {}
-    for name, factory in library.FILTERS.items():
+    for name, factory in {**library.FILTERS, **ndmorph.STAGES}.items():
         models[name] = create_model(
             f"{name}_stage",
             __config__=ConfigDict(extra="forbid", frozen=True),
