@@ -34,3 +34,17 @@ def test_a_users_script_type_checks_and_its_mistakes_are_caught():
         timeout=600,
     )
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+@pytest.mark.skipif(
+    shutil.which("mypy", path=str(Path(sys.executable).parent)) is None,
+    reason="mypy is not installed (the test extra has it)",
+)
+def test_the_package_type_checks():
+    """mypy over src/stencilpipe with pyproject.toml's settings: clean, apart from the
+    modules its overrides still list."""
+    root = Path(__file__).parents[1]
+    run = subprocess.run(
+        [sys.executable, "-m", "mypy"], cwd=root, capture_output=True, text=True, timeout=900
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
