@@ -533,7 +533,8 @@ CASES = [
         config(with_stage("blur: {size: 3}")),
         ("run", "run.yaml"),
         r"run\.yaml:4: stages\.0: unknown stage 'blur'; expected one of: mean, gaussian, sobel, "
-        r"laplace, minimum, maximum, median, stencil",
+        r"laplace, minimum, maximum, median, binary_erosion, binary_dilation, binary_opening, "
+        r"binary_closing, grey_erosion, grey_dilation, grey_opening, grey_closing, stencil",
     ),
     Case(
         "config-wrong-type",
@@ -609,7 +610,9 @@ CASES = [
         nothing,
         ("apply", "blur:size=3", "in/", "out/"),
         r"command line: stages\.0: unknown stage 'blur'; expected one of: mean, gaussian, "
-        r"sobel, laplace, minimum, maximum, median, stencil",
+        r"sobel, laplace, minimum, maximum, median, binary_erosion, binary_dilation, "
+        r"binary_opening, binary_closing, grey_erosion, grey_dilation, grey_opening, "
+        r"grey_closing, stencil",
     ),
     Case(
         "apply-wrong-type",

@@ -106,7 +106,9 @@ def test_json_on_failure_is_still_one_object(tmp_path):
     assert refused.returncode == 2
     assert json_of(refused) == {
         "error": "command line: stages.0: unknown stage 'blur'; expected one of: mean, gaussian, "
-        "sobel, laplace, minimum, maximum, median, stencil"
+        "sobel, laplace, minimum, maximum, median, binary_erosion, binary_dilation, "
+        "binary_opening, binary_closing, grey_erosion, grey_dilation, grey_opening, "
+        "grey_closing, stencil"
     }
     assert refused.stderr.startswith("error: command line: stages.0: unknown stage 'blur'")
 
