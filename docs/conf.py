@@ -42,6 +42,10 @@ autodoc_default_options = {"member-order": "bysource"}
 # _templates/autosummary/module.rst): a name that ``stencilpipe`` re-exports is described there
 # once, and the pages of the modules it comes from (``stencilpipe.io``) link to it; the data
 # of ``__all__`` (autosummary lists only data with a ``#:`` comment in the module's own file).
+# stencilpipe loads its names on first use (PEP 562); autosummary lists a module's members
+# from its namespace, so load them all first.
+for _name in stencilpipe.__all__:
+    getattr(stencilpipe, _name)
 PUBLIC = [
     stencilpipe,
     stencilpipe.io,
