@@ -24,19 +24,20 @@ import dask.array as da
 import numcodecs
 import numpy as np
 import zarr
+from dask.array.core import normalize_chunks
 from dask.delayed import Delayed
 
 from ..errors import ImageStackError
 from .atomic import is_full
 from .errors import NoSpaceLeft, TargetError
-from .metadata import AXIS_KINDS, Metadata, canonical_order
+from .metadata import AXIS_KINDS, Arrangement, Metadata, canonical_order
 from .ngff import ngff_attributes, ngff_metadata
 from .plan import frame_blocks, lazy_report, select_blocks, to_numpy
 from .provenance import DAMAGED, KEPT, NEW, STALE, Provenance, judge, record_path, write_record
 from .remote import RemoteDirectory
 from .storage import is_url
 
-__all__ = ["open_zarr", "save_zarr"]
+__all__ = ["open_zarr", "read_arranged", "save_zarr", "zarr_node"]
 
 _CODECS = {
     "zstd": zarr.codecs.ZstdCodec,
@@ -61,7 +62,37 @@ _RUN = "stencilpipe_run"
 def open_zarr(
     path: str, storage_options: Mapping[str, Any] | None = None
 ) -> tuple[da.Array, Metadata]:
-    """A Zarr array, or an OME-Zarr image's first level, as stored, and its metadata.
+    """A Zarr array, or an OME-Zarr image's first level, as stored (at the store's
+    chunks), and its metadata (see :func:`zarr_node`)."""
+    node, metadata = zarr_node(path, storage_options)
+    return da.from_zarr(node), metadata
+
+
+def read_arranged(node: zarr.Array, plan: Arrangement, chunks: tuple[int, ...]) -> da.Array:
+    """``node`` arranged by ``plan``, in ``chunks`` (of the arranged array).
+
+    Where the arrangement only drops axes of length 1 and reorders the others, each task
+    reads its own chunk's region of the store: no store-sized chunks are read and merged
+    (Dask's rechunk-merge tasks), so a task holds only what it was sized for. Frame axes
+    merged into one (or a frame axis added) are read at the store's chunks and rechunked.
+    """
+    picked = [n for i, n in enumerate(node.shape) if i in plan.keep]
+    order = plan.order[: len(picked)]
+    if len(plan.shape) != len(picked) or [picked[i] for i in order] != list(plan.shape):
+        return plan.apply(da.from_zarr(node)).rechunk(chunks)
+    normal = normalize_chunks(chunks, plan.shape, dtype=node.dtype)
+    at_picked: list[Any] = [None] * len(picked)
+    for axis, source in enumerate(order):
+        at_picked[source] = normal[axis]
+    kept = iter(at_picked)
+    stored = tuple(next(kept) if i in plan.keep else (1,) for i in range(node.ndim))
+    return plan.apply(da.from_zarr(node, chunks=stored))
+
+
+def zarr_node(
+    path: str, storage_options: Mapping[str, Any] | None = None
+) -> tuple[zarr.Array, Metadata]:
+    """A Zarr array, or an OME-Zarr image's first level, and its metadata.
 
     An OME-Zarr image's axes, scale and units come from its ``multiscales`` metadata, its
     channel names from ``omero``; a plain array's axes from its dimension names when they
@@ -102,7 +133,7 @@ def open_zarr(
             f"{path}: unsupported axes {metadata.axes!r} for an array of shape {node.shape} "
             "(the last two must be y, x)"
         )
-    return da.from_zarr(node), metadata
+    return node, metadata
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from rich.table import Table
 
 from ..backends import choose_backend, to_backend
 from ..cluster import connect, dashboard_link
-from ..cluster.connect import left_to_us
+from ..cluster.connect import left_to_us, scheduler_address
 from ..errors import ConfigError, ImageStackError, KernelError
 from ..io import PendingWrite, TargetError, WriteReport, imread, plan_write
 from ..io.lock import Locks
@@ -100,20 +100,29 @@ class Workers:
     threads: int | None
 
     @classmethod
-    def expected(cls, config: PipelineConfig, frames: int) -> Workers:
+    def expected(cls, config: PipelineConfig, frames: int, *, ask: bool = True) -> Workers:
         """The workers a run of ``frames`` frames of ``config`` will have, as far as the
         config tells: this process (a small run, :func:`in_process`), the embedded
         cluster's share of this machine's memory (LocalCluster's ``memory_limit='auto'``),
-        a batch job's ``memory`` over its ``processes``; unknown for an existing scheduler
-        (the run asks it once connected, :meth:`of_client`)."""
+        a batch job's ``memory`` over its ``processes``; an existing scheduler's workers
+        as they are now when ``ask`` (connecting within ``cluster.timeout``), else unknown.
+
+        Raises
+        ------
+        ClusterError
+            When ``ask`` and the scheduler cannot be reached.
+        """
         cluster = config.cluster
         if cluster.jobqueue:
             processes = int(cluster.job.get("processes", 1))
             memory = cluster.job.get("memory")
             limit = parse_bytes(memory) // processes if memory else None
             return cls(limit, max(1, int(cluster.job.get("cores", 1)) // processes))
-        if cluster.address:
-            return cls(None, None)
+        if scheduler_address(cluster):
+            if not ask:
+                return cls(None, None)
+            with connect(cluster) as client:
+                return cls.of_client(client)
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
         if in_process(config, frames, None):
             return cls(total, planned_threads(config))
@@ -203,13 +212,15 @@ def plan(
     threads: int | None = None,
     lock: LockOutput | None = None,
     workers: Workers | None = None,
+    ask_workers: bool = True,
 ) -> Plan:
     """Build the whole run as one lazy graph; reads headers only, computes nothing.
 
     ``only`` limits the write to these output files (the others count as kept);
     ``threads`` is the cluster's number of worker threads and ``workers`` what one worker
-    has (default: what the config says, :meth:`Workers.expected`), for ``chunks: auto``;
-    ``lock`` (see :func:`~stencilpipe.io.plan_write`) locks the output once it is validated.
+    has (default: what the config says, :meth:`Workers.expected`, asking an existing
+    scheduler when ``ask_workers``), for ``chunks: auto``; ``lock`` (see
+    :func:`~stencilpipe.io.plan_write`) locks the output once it is validated.
     """
     # An int is frames per chunk (whole frames): chunked so when read, so that a bad
     # frame fails only its own chunk.
@@ -239,7 +250,7 @@ def plan(
                 dtype = stage.precompile(dtype)
             except KernelError as exc:
                 raise ConfigError(f"stages.{index}.{name}: {exc}") from None
-    workers = workers or Workers.expected(config, stack.shape[0])
+    workers = workers or Workers.expected(config, stack.shape[0], ask=ask_workers)
     if chunks == "auto":
         per_chunk = _auto_frames(stack, dtype, threads or planned_threads(config), workers)
         if per_chunk is not None:
@@ -409,7 +420,8 @@ def run(
     """
     console = console or Console()
     with Locks(wait=wait) as locks:
-        work = plan(config, lock=locks.take)
+        # An existing scheduler's workers are asked once connected (_compute), not here.
+        work = plan(config, lock=locks.take, ask_workers=False)
         if report:
             _check_report_path(report, work)
         try:
@@ -570,7 +582,10 @@ def _retry_frame_by_frame(
     console.print(f"retrying the {len(shared)} frames of failed chunks one frame at a time")
     log.info("retry: %d frames of failed chunks, one frame per chunk", len(shared))
     retry = plan(
-        config.model_copy(update={"chunks": 1, "skip_bad": True}), only=shared, lock=locks.take
+        config.model_copy(update={"chunks": 1, "skip_bad": True}),
+        only=shared,
+        lock=locks.take,
+        ask_workers=False,
     )
     again = compute(retry.write)
     first = outcome.report
