@@ -51,10 +51,12 @@ class DaskProcesses:
         self.processes.append(process)
         return process
 
-    def add_worker(self, nthreads: int = 2) -> subprocess.Popen:
+    def add_worker(self, nthreads: int = 2, memory_limit: str | None = None) -> subprocess.Popen:
         """Start one ``dask worker`` (a Nanny and its worker process) with ``nthreads``
-        threads, as users run them (the stencils compile and run from several threads)."""
-        return self._start("worker", self.address, "--nthreads", str(nthreads),
+        threads, as users run them (the stencils compile and run from several threads),
+        and ``memory_limit`` (``dask worker --memory-limit``) where given."""
+        limit = ("--memory-limit", memory_limit) if memory_limit else ()
+        return self._start("worker", self.address, "--nthreads", str(nthreads), *limit,
                            "--host", "127.0.0.1", "--no-dashboard")  # fmt: skip
 
     def stop(self) -> None:

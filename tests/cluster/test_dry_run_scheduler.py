@@ -30,8 +30,7 @@ def test_dry_run_reads_the_workers_memory_limit_from_the_scheduler(tmp_path):
     processes = DaskProcesses(tmp_path, dashboard=False)
     try:
         for _ in range(2):
-            processes._start("worker", processes.address, "--nthreads", "1", "--memory-limit",
-                             "400MB", "--host", "127.0.0.1", "--no-dashboard")  # fmt: skip
+            processes.add_worker(nthreads=1, memory_limit="400MB")
         from distributed import Client
 
         with Client(processes.address, timeout=30) as client:

@@ -72,3 +72,13 @@ def test_a_chain_at_the_planned_chunks_equals_scipy(tmp_path):
     want = ndi.sobel(ndi.gaussian_filter(data.astype(np.float32), 1.0, axes=(1, 2)), 2)
     np.testing.assert_allclose(got.compute(), want, rtol=1e-5, atol=1e-3)
     assert isinstance(got, da.Array)
+
+
+def test_imread_of_a_zarr_store_reads_at_the_chunks_asked_for(tmp_path):
+    import stencilpipe as sp
+
+    data = _store(tmp_path / "in.zarr", (30, 64, 48), (7, 32, 32))
+    stack = sp.imread(str(tmp_path / "in.zarr"), chunks=(5, 64, 48))
+    assert _rechunk_layers(stack) == []
+    assert stack.chunks == ((5,) * 6, (64,), (48,))
+    np.testing.assert_array_equal(stack.compute(), data)

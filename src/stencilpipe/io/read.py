@@ -30,7 +30,7 @@ from .metadata import Metadata, arrange
 from .sources import Source, resolve
 from .stackinfo import StackInfo, register
 from .storage import file_system, is_url, local_stamp, stamp
-from .zarrio import open_zarr
+from .zarrio import read_arranged, zarr_node
 
 __all__ = ["default_chunks", "imread", "inspect", "read_image"]
 
@@ -262,11 +262,10 @@ def _open(
 ) -> tuple[da.Array, StackInfo]:
     src = resolve(source, storage_options)
     if src.kind == "zarr":
-        stored, metadata = open_zarr(src.paths[0], src.storage_options)
-        plan = arrange(metadata, stored.shape)
-        array = plan.apply(stored)
+        node, metadata = zarr_node(src.paths[0], src.storage_options)
+        plan = arrange(metadata, node.shape)
         lead = plan.metadata.axes.index("y")
-        array = array.rechunk(_chunks(chunks, array.shape, array.dtype, lead))
+        array = read_arranged(node, plan, _chunks(chunks, plan.shape, node.dtype, lead))
         info = StackInfo(
             src.given,
             "zarr",

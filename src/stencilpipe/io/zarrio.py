@@ -37,7 +37,7 @@ from .provenance import DAMAGED, KEPT, NEW, STALE, Provenance, judge, record_pat
 from .remote import RemoteDirectory
 from .storage import is_url
 
-__all__ = ["open_zarr", "read_arranged", "save_zarr", "zarr_node"]
+__all__ = ["read_arranged", "save_zarr", "zarr_node"]
 
 _CODECS = {
     "zstd": zarr.codecs.ZstdCodec,
@@ -57,15 +57,6 @@ _LEVEL = "s0"
 _PLAIN = {2: "yx", 3: "iyx", 4: "iyxs"}
 #: The array attribute that records which write made the array.
 _RUN = "stencilpipe_run"
-
-
-def open_zarr(
-    path: str, storage_options: Mapping[str, Any] | None = None
-) -> tuple[da.Array, Metadata]:
-    """A Zarr array, or an OME-Zarr image's first level, as stored (at the store's
-    chunks), and its metadata (see :func:`zarr_node`)."""
-    node, metadata = zarr_node(path, storage_options)
-    return da.from_zarr(node), metadata
 
 
 def read_arranged(node: zarr.Array, plan: Arrangement, chunks: tuple[int, ...]) -> da.Array:
