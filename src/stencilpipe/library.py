@@ -160,8 +160,11 @@ def _integer_mean_passes(
             multiplier, shift = _reciprocal(count, bound)
             if multiplier >= 1 << 32:
                 return None
+            # The biased sum cast back to ``kind`` (it fits: ``bound``): LLVM then sees a
+            # 16-bit operand and multiplies 16-bit lanes (pmulhuw), twice the 32-bit ones.
             rounded = (
-                f"np.{kind}((np.uint64(total + np.{kind}({count // 2})) * np.uint64({multiplier}))"
+                f"np.{kind}((np.uint64(np.{kind}(total + np.{kind}({count // 2})))"
+                f" * np.uint64({multiplier}))"
                 f" >> np.uint64({shift}))"
             )
             body = body.replace("    return total\n", f"    return {rounded}\n")

@@ -21,6 +21,11 @@ def packed(stencil: sp.Stencil, dtype, mnemonic: str) -> bool:
     fresh cache directory), since Numba cannot show the assembly of cached code."""
     stencil(np.zeros((4, 40), dtype))
     kernel = stencil.compiled((np.dtype(dtype),), np.dtype(dtype), stencil.boundary)
+    return uses(kernel, mnemonic)
+
+
+def uses(kernel, mnemonic: str) -> bool:
+    """Whether compiled ``kernel`` uses SIMD instruction ``mnemonic`` on vector registers."""
     assembly = "\n".join(kernel.apply.inspect_asm().values())
     return re.search(rf"\bv?{mnemonic}\s+[^\n]*%[xyz]mm", assembly) is not None
 
@@ -132,6 +137,21 @@ def test_uint8_sobel_adds_packed_16_bit_words(fresh_cache):
         return (x[1, -1] + 2 * x[1, 0] + x[1, 1]) - (x[-1, -1] + 2 * x[-1, 0] + x[-1, 1])
 
     assert packed(sobel_words_test, np.uint8, "paddw")
+
+
+@x86
+def test_uint8_mean_divides_by_a_packed_high_multiplication(fresh_cache):
+    """The 3x3 uint8 mean's last pass divides its biased uint16 sums by 9 as
+    ``(n * 7282) >> 16`` on 16-bit lanes (pmulhuw); the sum was widened to 32 bits
+    before the multiplication, which took twice the vectors."""
+    uint8 = np.dtype(np.uint8)
+    passes = sp.library.mean(3).strip_passes(uint8, uint8, "reflect", 0)
+    frame = np.zeros((1, 8, 40), uint8)
+    for step in passes:
+        out = np.empty(frame.shape, step.out_dtype)
+        step.kernel.run(frame, out, step.cval, start=0, stop=8)
+        frame = out
+    assert uses(passes[-1].kernel, "pmulhuw")
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
