@@ -4,18 +4,44 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from stencilpipe.pipeline.sizing import TASKS_SHARE, estimate, frames_per_chunk
+from stencilpipe.errors import ClusterError
+from stencilpipe.pipeline.sizing import (
+    TASKS_SHARE,
+    WORKER_BASELINE,
+    WORKER_CEILING,
+    estimate,
+    frames_per_chunk,
+)
 
 
 def test_frames_per_chunk_fills_the_share_of_memory_and_no_more():
     frame = 2048 * 2048 * 2  # uint16
-    limit = 400 * 2**20
+    limit = 4 * 2**30
     for threads in (1, 2, 4):
         frames = frames_per_chunk(frame, frame, limit, threads)
         held = threads * 2 * (frames * frame * 2)  # each chunk twice, input and output
         assert held <= TASKS_SHARE * limit < threads * 2 * ((frames + 1) * frame * 2)
-    assert frames_per_chunk(frame, frame, 10, 1) == 1  # never less than a frame
     assert frames_per_chunk(frame, frame, None, 2) is None
+
+
+def test_frames_per_chunk_leaves_the_workers_own_memory_alone():
+    # Two 400 MB workers (issue 18): the share would allow 4 frames of 2048 x 2048 uint16,
+    # but with the ~256 MiB a worker holds itself only 2 stay under the ceiling.
+    frame = 2048 * 2048 * 2
+    limit = 400 * 10**6
+    frames = frames_per_chunk(frame, frame, limit, 1)
+    assert WORKER_BASELINE + 2 * frames * 2 * frame <= WORKER_CEILING * limit
+    assert frames == 2 < int(TASKS_SHARE * limit // (4 * frame))
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_a_limit_below_what_a_worker_needs_is_refused_with_the_least_that_would_do(threads):
+    frame = 2048 * 2048 * 2
+    limit = 200 * 10**6  # a worker was restarted for every task (benchmarks/cluster_memory.py)
+    with pytest.raises(ClusterError, match="memory limit of 190.73 MiB cannot hold a task") as e:
+        frames_per_chunk(frame, frame, limit, threads)
+    least = int(str(e.value).split("at least ")[1].split(" MiB")[0].split(".")[0]) * 2**20
+    assert frames_per_chunk(frame, frame, least + 2**20, threads) >= 1
 
 
 @pytest.mark.parametrize(
@@ -76,8 +102,9 @@ def test_chunks_auto_fits_a_workers_memory(tmp_path):
         base_dir=tmp_path,
     )
     frame = 64 * 80 * 2
-    work = plan(config, workers=Workers(memory_limit=40 * frame, threads=1))
-    per_chunk = frames_per_chunk(frame, frame, 40 * frame, 1)
+    limit = int((WORKER_BASELINE + 18 * frame) / WORKER_CEILING)  # room for 4 frames' tasks
+    work = plan(config, workers=Workers(memory_limit=limit, threads=1))
+    per_chunk = frames_per_chunk(frame, frame, limit, 1)
     assert per_chunk == 4 and max(work.stack.chunks[0]) == per_chunk
     want = np.stack([np.rint(ndi.uniform_filter(f.astype(float), 3)) for f in stack])
     np.testing.assert_array_equal(work.result.compute(), want)

@@ -50,6 +50,34 @@ def test_dry_run_reads_the_workers_memory_limit_from_the_scheduler(tmp_path):
     assert not (tmp_path / "out.zarr").exists()
 
 
+def test_dry_run_balances_over_the_schedulers_threads_and_refuses_a_worker_too_small(tmp_path):
+    processes = DaskProcesses(tmp_path, dashboard=False)
+    try:
+        for _ in range(3):
+            processes.add_worker(nthreads=1, memory_limit="0")  # no limit
+        from distributed import Client
+
+        with Client(processes.address, timeout=30) as client:
+            client.wait_for_workers(3, timeout=60)
+            _config(tmp_path, processes.address)
+            balanced = cli("run", "--dry-run", "--json", "run.yaml", cwd=tmp_path)
+            processes.add_worker(nthreads=1, memory_limit="200MB")
+            client.wait_for_workers(4, timeout=60)
+            refused = cli("run", "--dry-run", "run.yaml", cwd=tmp_path)
+    finally:
+        processes.stop()
+    assert balanced.returncode == 0, balanced.stdout + balanced.stderr
+    # 40 frames over 3 threads, 4 chunks each: 4 frames per chunk (the config's default
+    # cluster of 2 threads would give 5).
+    assert json.loads(balanced.stdout)["estimate"]["chunk_shape"] == [4, *FRAME]
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1, refused.stderr
+    assert "memory limit of 190.73 MiB cannot hold a task" in lines[0]
+    assert "give each worker at least" in lines[0]
+    assert not (tmp_path / "out.zarr").exists()
+
+
 def test_dry_run_on_an_unreachable_scheduler_is_one_line_and_exit_2(tmp_path):
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))

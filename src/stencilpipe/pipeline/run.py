@@ -94,10 +94,12 @@ class Plan:
 @dataclass(frozen=True)
 class Workers:
     """What ``chunks: auto`` sizes chunks for: the smallest memory limit of a worker (None:
-    unknown or unlimited) and the threads of a worker (tasks it runs at once)."""
+    unknown or unlimited), the threads of a worker (tasks it runs at once) and, for a
+    cluster that runs already, the threads of all its workers."""
 
     memory_limit: int | None
     threads: int | None
+    total_threads: int | None = None
 
     @classmethod
     def expected(cls, config: PipelineConfig, frames: int, *, ask: bool = True) -> Workers:
@@ -134,8 +136,9 @@ class Workers:
         workers = list(client.scheduler_info()["workers"].values())
         if not workers:
             return cls(None, None)
-        limits = [w.get("memory_limit") or 0 for w in workers]
-        return cls(min(limits) or None, max(w.get("nthreads", 1) for w in workers))
+        limits = [w["memory_limit"] for w in workers if w.get("memory_limit")]  # 0: none
+        threads = [w.get("nthreads", 1) for w in workers]
+        return cls(min(limits, default=None), max(threads), sum(threads))
 
 
 #: Chunks per worker thread that ``chunks: auto`` aims for, so that the last chunks do not
@@ -252,7 +255,8 @@ def plan(
                 raise ConfigError(f"stages.{index}.{name}: {exc}") from None
     workers = workers or Workers.expected(config, stack.shape[0], ask=ask_workers)
     if chunks == "auto":
-        per_chunk = _auto_frames(stack, dtype, threads or planned_threads(config), workers)
+        threads = threads or workers.total_threads or planned_threads(config)
+        per_chunk = _auto_frames(stack, dtype, threads, workers)
         if per_chunk is not None:
             with _phase(f"read headers of {config.input} again, {per_chunk} frames per chunk"):
                 stack = _reopened(config, per_chunk)

@@ -8,9 +8,9 @@ buffers. :data:`TASK_MEMORY_FACTOR` counts each chunk twice. Dask's
 default chunks (~128 MiB) ignore the workers: with two ``--memory-limit 400MB``
 workers a 2048x2048 uint16 stack was cut into 126 MB chunks, and the workers were
 killed until the run failed. ``chunks: auto`` therefore takes the frames per chunk
-from the workers' memory (:func:`frames_per_chunk`), and Dask's guidance (tasks of
-100 ms or more, so the scheduler's ~1 ms per task stays small) bounds it from below
-only where memory allows.
+from the workers' memory (:func:`frames_per_chunk`), less what a worker holds before
+any task (:data:`WORKER_BASELINE`); a limit that leaves no room for one frame's task is
+refused before the run, where Dask would restart its workers until ``KilledWorker``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from dask.utils import format_bytes
+
+from ..errors import ClusterError
 
 __all__ = ["Estimate", "estimate", "frames_per_chunk"]
 
@@ -33,11 +35,23 @@ TASK_MEMORY_FACTOR = 2.0
 TASKS_SHARE = 0.4
 
 
+#: Resident memory of a worker process before any task's data, once it has run
+#: stencilpipe's kernels: Python, NumPy, Dask, distributed, Numba with its LLVM
+#: (llvmlite alone adds 100 MiB) and the compiled kernels. Measured 250 MiB in a
+#: ``dask worker`` after gaussian -> mean -> sobel (numba 0.68, llvmlite 0.50).
+WORKER_BASELINE = 256 * 2**20
+
+#: Share of its memory limit a worker may reach: its nanny restarts it at 95%
+#: (``distributed.worker.memory.terminate``).
+WORKER_CEILING = 0.9
+
+
 def frames_per_chunk(
     frame_bytes_in: int, frame_bytes_out: int, memory_limit: int | None, threads: int
 ) -> int | None:
     """Most whole frames per chunk that ``threads`` tasks at once keep within the
-    :data:`TASKS_SHARE` of a worker's ``memory_limit``; None when there is no limit.
+    :data:`TASKS_SHARE` of a worker's ``memory_limit`` and, with the worker's own
+    :data:`WORKER_BASELINE`, under its :data:`WORKER_CEILING`; None when there is no limit.
 
     Parameters
     ----------
@@ -47,11 +61,30 @@ def frames_per_chunk(
         The smallest worker's memory limit in bytes (None or 0: unlimited).
     threads : int
         Threads (tasks at once) of that worker.
+
+    Raises
+    ------
+    ClusterError
+        When ``threads`` tasks of one frame each, with the worker's baseline, would pass
+        the ceiling: its nanny would restart it for every task.
     """
     if not memory_limit:
         return None
+    threads = max(1, threads)
+    room = WORKER_CEILING * memory_limit - WORKER_BASELINE
+    least = threads * (frame_bytes_in + frame_bytes_out)
+    if room < least:
+        needed = (WORKER_BASELINE + TASK_MEMORY_FACTOR * least) / WORKER_CEILING
+        raise ClusterError(
+            f"the workers' memory limit of {format_bytes(memory_limit)} cannot hold a task: "
+            f"a worker holds about {format_bytes(WORKER_BASELINE)} before any data (Python, "
+            f"Numba's LLVM, the kernels) and {threads} task(s) of one frame need "
+            f"{format_bytes(least)} more; give each worker at least {format_bytes(int(needed))}"
+            f"{' or fewer threads' if threads > 1 else ''}"
+        )
     per_frame = TASK_MEMORY_FACTOR * (frame_bytes_in + frame_bytes_out)
-    return max(1, int(TASKS_SHARE * memory_limit / max(1, threads) // per_frame))
+    budget = min(TASKS_SHARE * memory_limit, room) / threads
+    return max(1, int(budget // per_frame))
 
 
 @dataclass(frozen=True)
