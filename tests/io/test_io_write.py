@@ -4,8 +4,10 @@ the input; atomic under failure; resumable; refuses to touch the inputs; lazy on
 from __future__ import annotations
 
 import io
+import json
 import os
 import tempfile
+import zlib
 
 import dask
 import numpy as np
@@ -276,6 +278,31 @@ def test_a_rerun_keeps_only_outputs_whose_provenance_holds_and_whose_bytes_verif
     report = imsave(imread(folder) + 1, out)
     assert report.frames_stale == 5  # the graph's token covers every input
     np.testing.assert_array_equal(tifffile.imread(out / "img_1.tif"), frames[0] // 2 + 1)
+
+
+def test_records_hold_zlibs_crc32_and_an_older_versions_record_is_recomputed_once(
+    pngs, tmp_path
+):
+    """Each record holds the output's size and the CRC-32 that zlib computes of its bytes;
+    a record of an older version (a BLAKE2b checksum, no CRC-32) is neither trusted nor
+    taken for damage: its output is recomputed once, as stale, and then kept."""
+    folder, frames = pngs
+    out = tmp_path / "out"
+    imsave(imread(folder), out)
+    records = out / ".stencilpipe" / "records"
+    for name in NAMES:
+        data = (out / f"{name}.tif").read_bytes()
+        record = json.loads((records / f"{name}.tif.json").read_text())
+        assert record["output"] == {"size": len(data), "crc32": f"{zlib.crc32(data):08x}"}
+
+    older = json.loads((records / "img_2.tif.json").read_text())
+    older["output"] = {"size": older["output"]["size"], "blake2b": "0" * 32}
+    (records / "img_2.tif.json").write_text(json.dumps(older))
+    report = imsave(imread(folder), out)
+    assert (report.frames_written, report.frames_stale, report.frames_damaged) == (1, 1, 0)
+    assert "crc32" in json.loads((records / "img_2.tif.json").read_text())["output"]
+    np.testing.assert_array_equal(read_tiffs(out, NAMES), np.stack(frames))
+    assert imsave(imread(folder), out).frames_skipped == 5
 
 
 def test_an_outdated_output_whose_frame_then_fails_is_not_left_behind(pngs, tmp_path):

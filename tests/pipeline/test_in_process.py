@@ -98,3 +98,47 @@ def test_a_large_run_left_to_stencilpipe_starts_the_cluster(
     summary = run(config_for(tmp_path), console=Console(quiet=True), progress=False)
     assert len(connects) == 1 and summary.written == FRAMES
     check_outputs(tmp_path, frames)
+
+
+def test_chunks_auto_reads_each_header_once(tmp_path, frames, monkeypatch):
+    """``chunks: auto`` re-chunks the stack it opened (here into 1-frame chunks for 2
+    threads): every input file's header is read once, not again for the new chunks."""
+    read = importlib.import_module("stencilpipe.io.read")
+    scanned = []
+    real = read.scan_file
+
+    def scan_file(path, *args, **kwargs):
+        scanned.append(path)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(read, "scan_file", scan_file)
+    work = run_module.plan(config_for(tmp_path, chunks="auto"))
+    assert work.stack.chunks[0] == (1,) * FRAMES
+    assert sorted(scanned) == sorted(str(tmp_path / "in" / f"{name}.tif") for name in frames)
+
+
+def test_chunks_auto_on_a_zarr_store_whose_frame_axes_merge(tmp_path):
+    """A Zarr store of two frame axes (dimension names i, i, y, x) in one chunk: the reader
+    merges them into one frame axis at the store's chunks, and ``chunks: auto`` then cuts
+    it finer. Both arrays were registered as the input; ``plan`` took them for two inputs
+    ("too many values to unpack") before."""
+    import zarr
+
+    stack = np.random.default_rng(3).integers(0, 256, (2, 3, 24, 20), dtype=np.uint8)
+    store = zarr.create_array(
+        tmp_path / "in.zarr",
+        shape=stack.shape,
+        chunks=stack.shape,
+        dtype=stack.dtype,
+        dimension_names=["i", "i", "y", "x"],
+    )
+    store[:] = stack
+    config = parse_config(
+        {"input": "in.zarr", "output": "out", "chunks": "auto", "stages": [{"mean": {"size": 3}}]},
+        base_dir=tmp_path,
+    )
+    summary = run(config, console=Console(file=None, quiet=True), progress=False)
+    assert summary.written == 6 and summary.failures == []
+    for index, frame in enumerate(stack.reshape(6, 24, 20)):
+        want = np.rint(ndi.uniform_filter(frame.astype(np.float64), 3)).astype(np.uint8)
+        np.testing.assert_array_equal(tifffile.imread(tmp_path / "out" / f"{index:05d}.tif"), want)

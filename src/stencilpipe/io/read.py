@@ -12,6 +12,7 @@ import math
 import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +27,12 @@ from ..stencils.channels import mark_channels
 from .errors import BadImageFile
 from .formats import FrameReader, Header, scan_file
 from .image import Image
-from .metadata import Metadata, arrange
+from .metadata import Arrangement, Metadata, arrange
 from .sources import Source, resolve
 from .stackinfo import StackInfo, register
 from .storage import file_system, is_url, local_stamp, stamp
-from .zarrio import read_arranged, zarr_node
 
-__all__ = ["default_chunks", "imread", "inspect", "read_image"]
+__all__ = ["default_chunks", "imread", "inspect", "read_image", "reopen"]
 
 #: How many bad files a message lists by name before it only counts the rest.
 _LISTED = 20
@@ -131,11 +131,7 @@ def _opened(
     storage_options: Mapping[str, Any] | None,
 ) -> tuple[da.Array, StackInfo]:
     """The array and its description, registered (and its RGB samples marked)."""
-    array, info = _open(source, chunks, skip_bad, storage_options)
-    register(array, info)
-    if info.axes.endswith("s"):
-        mark_channels(array)  # the samples of RGB(A) pixels are never filtered across
-    return array, info
+    return _registered(_open(source, skip_bad, storage_options), chunks)
 
 
 def inspect(
@@ -164,7 +160,7 @@ def inspect(
     >>> [(os.path.basename(path), why) for path, why in info.bad_files]
     [('notes.txt', 'not an image')]
     """
-    return _open(source, chunks, skip_bad, storage_options)[1]
+    return _at(_open(source, skip_bad, storage_options), chunks)[1]
 
 
 def default_chunks(shape: Sequence[int], dtype: np.dtype, lead: int = 1) -> tuple[int, ...]:
@@ -254,30 +250,106 @@ def _chunks(chunks: Any, shape: tuple[int, ...], dtype: np.dtype, lead: int) -> 
     return chunks
 
 
+@dataclass(frozen=True)
+class _FileStack:
+    """The frames of image files, as their headers describe them (``info``, no chunks)."""
+
+    info: StackInfo
+    frames: _Frames
+
+    def array(self, chunks: Any) -> da.Array:
+        return da.from_array(
+            self.frames,
+            chunks=chunks,
+            name="imread-" + tokenize(self.frames, chunks),
+            meta=np.empty((0,) * len(self.info.shape), self.info.dtype),
+            fancy=False,
+        )
+
+
+@dataclass(frozen=True)
+class _ZarrStack:
+    """A Zarr array (an OME-Zarr image's first level) and how it is arranged."""
+
+    info: StackInfo
+    node: Any
+    plan: Arrangement
+
+    def array(self, chunks: Any) -> da.Array:
+        from .zarrio import read_arranged
+
+        return read_arranged(self.node, self.plan, chunks)
+
+
+_Stack = _FileStack | _ZarrStack
+
+#: The stack each array that :func:`imread` returned was built from, by the array's name.
+_STACKS: dict[str, _Stack] = {}
+
+
+def _at(stack: _Stack, chunks: Any) -> tuple[da.Array, StackInfo]:
+    """The array of ``stack`` in ``chunks`` (see :func:`imread`), and its description."""
+    info = stack.info
+    lead = info.axes.index("y")
+    array = stack.array(_chunks(chunks, info.shape, info.dtype, lead))
+    return array, replace(info, chunks=array.chunks)
+
+
+def reopen(stack: da.Array, chunks: Any) -> da.Array:
+    """The stack :func:`imread` returned as ``stack``, in other ``chunks``, from the
+    headers read when it was opened (no file is read again).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> import tifffile
+    >>> folder = tempfile.mkdtemp()
+    >>> for i in range(4):
+    ...     tifffile.imwrite(os.path.join(folder, f"f{i}.tif"), np.full((8, 9), i, np.uint8))
+    >>> reopen(imread(folder), {0: 1}).chunks[0]
+    (1, 1, 1, 1)
+    """
+    try:
+        opened = _STACKS[stack.name]
+    except KeyError:
+        raise ValueError("reopen takes an array that imread returned, as it returned it") from None
+    return _registered(opened, chunks)[0]
+
+
+def _registered(stack: _Stack, chunks: Any) -> tuple[da.Array, StackInfo]:
+    """The array of ``stack`` in ``chunks`` and its description, both registered (and its
+    RGB samples marked)."""
+    array, info = _at(stack, chunks)
+    register(array, info)
+    _STACKS[array.name] = stack
+    if info.axes.endswith("s"):
+        mark_channels(array)  # the samples of RGB(A) pixels are never filtered across
+    return array, info
+
+
 def _open(
-    source: str | os.PathLike[str],
-    chunks: Any,
-    skip_bad: bool,
-    storage_options: Mapping[str, Any] | None,
-) -> tuple[da.Array, StackInfo]:
+    source: str | os.PathLike[str], skip_bad: bool, storage_options: Mapping[str, Any] | None
+) -> _Stack:
+    """Read the headers of ``source`` once: the stack they describe."""
     src = resolve(source, storage_options)
     if src.kind == "zarr":
+        from .zarrio import zarr_node  # zarr is imported only for Zarr stores
+
         node, metadata = zarr_node(src.paths[0], src.storage_options)
         plan = arrange(metadata, node.shape)
-        lead = plan.metadata.axes.index("y")
-        array = read_arranged(node, plan, _chunks(chunks, plan.shape, node.dtype, lead))
         info = StackInfo(
             src.given,
             "zarr",
             src.paths,
             None,
-            array.shape,
-            array.dtype,
-            array.chunks,
+            plan.shape,
+            node.dtype,
+            (),
             stamps=(_store_stamp(src.paths[0], src.storage_options),),
             metadata=plan.metadata,
         )
-        return array, info
+        return _ZarrStack(info, node, plan)
     good, bad = _scan(src)
     if bad and (not skip_bad or not good):
         raise ImageStackError(_bad_message(src, bad, skip_bad))
@@ -293,18 +365,9 @@ def _open(
         lead = header.lead if header.metadata else (len(frames),)
         stored_shape = (*lead, *header.frame_shape)
     plan = arrange(metadata, stored_shape)
-    lead = len(plan.shape) - len(header.frame_shape)
     frames = plan.apply_lead(frames.reshape(stored_shape[: len(stored_shape) - len(frame_axes)]))
     stamps = tuple(stamp for *_, stamp in good)
     lazy = _Frames(frames, stamps, header.frame_shape, header.dtype, src.storage_options)
-    chunks = _chunks(chunks, lazy.shape, header.dtype, lead)
-    array = da.from_array(
-        lazy,
-        chunks=chunks,
-        name="imread-" + tokenize(lazy, chunks),
-        meta=np.empty((0,) * len(lazy.shape), header.dtype),
-        fancy=False,
-    )
     files = tuple(path for path, *_ in good)
     names = tuple(Path(path).stem for path in files) if src.kind == "files" else None
     info = StackInfo(
@@ -314,13 +377,13 @@ def _open(
         names,
         lazy.shape,
         header.dtype,
-        array.chunks,
+        (),
         bad,
         lazy.stamps,
         plan.metadata,
         tuple(h.tags for _, _, h, _ in good),
     )
-    return array, info
+    return _FileStack(info, lazy)
 
 
 def _frame_metadata(header: Header, frame_axes: str) -> Metadata:

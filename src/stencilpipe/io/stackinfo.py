@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping, Set
 from dataclasses import dataclass
 
 import dask.array as da
@@ -194,8 +195,30 @@ def register(array: da.Array, info: StackInfo) -> None:
 
 
 def inputs_of(array: da.Array) -> list[StackInfo]:
-    """The registered stacks that ``array`` is computed from (found in its graph's layers)."""
-    return [_REGISTRY[name] for name in array.dask.layers if name in _REGISTRY]
+    """The registered stacks that ``array`` is computed from (found in its graph's layers).
+
+    A registered array that another one in the graph is built on (a stack read again at
+    other chunks, on the same Zarr read) is that same stack: only the outer one counts.
+    """
+    graph = array.dask
+    found = [name for name in graph.layers if name in _REGISTRY]
+    beneath: set[str] = set()
+    for name in found:
+        if name not in beneath:
+            beneath |= _below(graph.dependencies, name)
+    return [_REGISTRY[name] for name in found if name not in beneath]
+
+
+def _below(dependencies: Mapping[str, Set[str]], name: str) -> set[str]:
+    """The layers that layer ``name`` depends on, directly or not."""
+    seen: set[str] = set()
+    todo = list(dependencies.get(name, ()))
+    while todo:
+        layer = todo.pop()
+        if layer not in seen:
+            seen.add(layer)
+            todo.extend(dependencies.get(layer, ()))
+    return seen
 
 
 def frame_inputs(infos: list[StackInfo], frames: int) -> list[list[list]]:

@@ -25,6 +25,7 @@ from ..errors import ConfigError, ImageStackError, KernelError
 from ..io import PendingWrite, TargetError, WriteReport, imread, plan_write
 from ..io.lock import Locks
 from ..io.provenance import Provenance
+from ..io.read import reopen
 from ..io.stackinfo import inputs_of
 from ..io.write import LockOutput
 from ..stencils import Chain
@@ -166,16 +167,6 @@ def _auto_frames(stack: Any, out_dtype: Any, threads: int, workers: Workers) -> 
     return per_chunk if per_chunk < now else None
 
 
-def _reopened(config: PipelineConfig, per_chunk: int) -> Any:
-    """The input stack read again with ``per_chunk`` frames per chunk."""
-    return imread(
-        config.input,
-        chunks={0: per_chunk},
-        skip_bad=config.skip_bad,
-        storage_options=config.storage_options,
-    )
-
-
 def planned_threads(config: PipelineConfig) -> int:
     """Worker threads the configured cluster is expected to have (for ``chunks: auto``)."""
     cluster = config.cluster
@@ -258,8 +249,8 @@ def plan(
         threads = threads or workers.total_threads or planned_threads(config)
         per_chunk = _auto_frames(stack, dtype, threads, workers)
         if per_chunk is not None:
-            with _phase(f"read headers of {config.input} again, {per_chunk} frames per chunk"):
-                stack = _reopened(config, per_chunk)
+            log.info("chunks: %d frames each", per_chunk)
+            stack = reopen(stack, {0: per_chunk})
             (info,) = inputs_of(stack)
     backend = choose_backend(config.backend, info.frame_shape[:2])
     # One move to the backend after reading, one back before writing, whatever the stages.
