@@ -37,63 +37,133 @@ inlined = _sp_numba.njit(cache=_SP_CACHE, inline="always")
 """
 
 
-def _loop_nest(info: KernelInfo) -> str:
+def _rows_function(array: str, in_dtype: np.dtype, mode: str) -> str:
+    """``_sp_rows_<array>(frame, first, count, cval)``: the ``count`` planes of ``frame`` from
+    ``first`` along its first axis, folded by ``mode`` (``cval`` planes under constant)."""
+    if mode == "constant":
+        outside = [
+            "        if j < 0 or j >= n:",
+            f"            rows[q] = _sp_np.{in_dtype.name}(cval)",
+            "            continue",
+        ]
+    else:
+        outside = ["        j = _sp_fold(j, n)"]
+    return "\n".join(
+        [
+            "@device",
+            f"def _sp_rows_{array}(frame, first, count, cval):",
+            "    rows = _sp_np.empty((count,) + frame.shape[1:], frame.dtype)",
+            "    n = frame.shape[0]",
+            "    for q in range(count):",
+            "        j = first + q",
+            *outside,
+            "        rows[q] = frame[j]",
+            "    return rows",
+        ]
+    )
+
+
+def _last_axis_runs(pad: str, info: KernelInfo, inside: str, border: str, interior: str) -> list:
+    """The border / interior / border runs of one row along the last axis."""
+    last = info.ndim - 1
+    i, n = f"_sp_i{last}", f"_sp_n{last}"
+    target = f"_sp_o[{', '.join(index_names(info.ndim))}]"
+    before = info.halo[last][0]
+    runs = [
+        f"{pad}    for {i} in range(0, min({before}, {n})):",
+        f"{pad}        {target} = _sp_store({border})",
+        f"{pad}    for {i} in range({before}, _sp_hi{last}):",
+        f"{pad}        {target} = _sp_store({interior})",
+        f"{pad}    for {i} in range(_sp_hi{last}, {n}):",
+        f"{pad}        {target} = _sp_store({border})",
+    ]
+    if inside == "True":
+        return [line[4:] for line in runs]
+    return [
+        f"{pad}if {inside}:",
+        *runs,
+        f"{pad}else:",
+        f"{pad}    for {i} in range({n}):",
+        f"{pad}        {target} = _sp_store({border})",
+    ]
+
+
+def _loop_nest(info: KernelInfo, in_dtypes: tuple[np.dtype, ...], mode: str) -> str:
+    """``apply``: the loops over the rows ``[start, stop)`` and along each row.
+
+    A row whose neighbourhood leaves the array along the first core axis reads the
+    planes it needs, folded (or ``cval``), copied into a small array: its points
+    then take the fast paths of an inside row (a 3-D kernel on a frame of 6 planes,
+    as a Dask chunk with its halo is, had a third of its points on the folding path).
+    Under constant with a ``cval`` the input's dtype cannot hold, such a row folds
+    every read instead.
+    """
     arrays = list(info.array_params)
     scalars = list(info.scalar_params)
     cvals = [f"_sp_cval_{a}" for a in arrays]
     ndim = info.ndim
     centre = index_names(ndim)
-    sizes = [f"_sp_n{d}" for d in range(ndim)]
     frames = [f"_sp_f_{a}" for a in arrays]
-    interior_call = f"_sp_interior({', '.join(frames + scalars + centre)})"
-    border_call = f"_sp_border({', '.join(frames + scalars + cvals + centre)})"
-    target = f"_sp_o[{', '.join(centre)}]"
+
+    def calls(first: str) -> tuple[str, str]:
+        points = [first, *centre[1:]]
+        return (
+            f"_sp_border({', '.join(frames + scalars + cvals + points)})",
+            f"_sp_interior({', '.join(frames + scalars + points)})",
+        )
 
     lines = [
         "@_sp_numba.njit(nogil=True, cache=_SP_CACHE)",
         f"def apply({', '.join(arrays + ['out'] + scalars + cvals + ['_sp_start', '_sp_stop'])}):",
         "    _sp_batch = out.shape[0]",
     ]
-    for d, ((before, after), n) in enumerate(zip(info.halo, sizes)):
+    for d, (before, after) in enumerate(info.halo):
         lines += [
-            f"    {n} = out.shape[{d + 1}]",
-            f"    _sp_hi{d} = max({n} - {after}, {before})",
+            f"    _sp_n{d} = out.shape[{d + 1}]",
+            f"    _sp_hi{d} = max(_sp_n{d} - {after}, {before})",
         ]
     if ndim == 1:
         lines.append("    for _sp_b in range(_sp_start, _sp_stop):")
-    else:
-        lines += [
-            "    for _sp_t in range(_sp_start, _sp_stop):",
-            "        _sp_b = _sp_t // _sp_n0",
-            "        _sp_i0 = _sp_t - _sp_b * _sp_n0",
-        ]
+        lines += [f"        {f} = {a}[_sp_b]" for f, a in zip(frames, arrays)]
+        lines.append("        _sp_o = out[_sp_b]")
+        border, interior = calls("_sp_i0")
+        return "\n".join(lines + _last_axis_runs(" " * 8, info, "True", border, interior)) + "\n"
+    before0, after0 = info.halo[0]
+    fits = " and ".join(f"_sp_np.{d.name}({c}) == {c}" for d, c in zip(in_dtypes, cvals))
+    if mode == "constant":
+        lines.append(f"    _sp_fits = {fits}")
+    lines += [
+        "    for _sp_t in range(_sp_start, _sp_stop):",
+        "        _sp_b = _sp_t // _sp_n0",
+        "        _sp_i0 = _sp_t - _sp_b * _sp_n0",
+    ]
     pad = " " * 8
     lines += [f"{pad}{f} = {a}[_sp_b]" for f, a in zip(frames, arrays)]
-    lines.append(f"{pad}_sp_o = out[_sp_b]")
-    inside = "True"  # ndim == 1: the whole row is a candidate for the interior
-    for d in range(ndim - 1):
-        if d > 0:
-            lines.append(f"{pad}for _sp_i{d} in range(_sp_n{d}):")
-            pad += "    "
-        before = info.halo[d][0]
-        condition = f"_sp_i{d} >= {before} and _sp_i{d} < _sp_hi{d}"
-        lines.append(f"{pad}_sp_in{d} = {condition if d == 0 else f'{inside} and {condition}'}")
-        inside = f"_sp_in{d}"
-    last = ndim - 1
-    i, n = centre[last], sizes[last]
-    before = info.halo[last][0]
+    lines += [f"{pad}_sp_o = out[_sp_b]", f"{pad}_sp_c0 = _sp_i0"]
+    lines.append(f"{pad}if not (_sp_i0 >= {before0} and _sp_i0 < _sp_hi0):")
+    if mode == "constant":
+        slow = [f"{pad}    if not _sp_fits:"]
+        inner = pad + "        "
+        for d in range(1, ndim):
+            slow.append(f"{inner}for _sp_i{d} in range(_sp_n{d}):")
+            inner += "    "
+        slow.append(f"{inner}_sp_o[{', '.join(centre)}] = _sp_store({calls('_sp_i0')[0]})")
+        lines += slow + [f"{pad}        continue"]
+    count = before0 + after0 + 1
     lines += [
-        f"{pad}if {inside}:",
-        f"{pad}    for {i} in range(0, min({before}, {n})):",
-        f"{pad}        {target} = _sp_store({border_call})",
-        f"{pad}    for {i} in range({before}, _sp_hi{last}):",
-        f"{pad}        {target} = _sp_store({interior_call})",
-        f"{pad}    for {i} in range(_sp_hi{last}, {n}):",
-        f"{pad}        {target} = _sp_store({border_call})",
-        f"{pad}else:",
-        f"{pad}    for {i} in range({n}):",
-        f"{pad}        {target} = _sp_store({border_call})",
+        f"{pad}    {f} = _sp_rows_{a}({f}, _sp_i0 - {before0}, {count}, {c})"
+        for f, a, c in zip(frames, arrays, cvals)
     ]
+    lines.append(f"{pad}    _sp_c0 = {before0}")
+    inside = "True"
+    for d in range(1, ndim - 1):
+        lines.append(f"{pad}for _sp_i{d} in range(_sp_n{d}):")
+        pad += "    "
+        condition = f"_sp_i{d} >= {info.halo[d][0]} and _sp_i{d} < _sp_hi{d}"
+        lines.append(f"{pad}_sp_in{d} = {condition if d == 1 else f'{inside} and {condition}'}")
+        inside = f"_sp_in{d}"
+    border, interior = calls("_sp_c0")
+    lines += _last_axis_runs(pad, info, inside, border, interior)
     return "\n".join(lines) + "\n"
 
 
@@ -117,9 +187,13 @@ def cpu_module_source(
     ``cvals`` are the constant-mode fill values, one per array, already widened;
     ``start, stop`` bound the rows computed (see :func:`work_rows`).
     """
+    driver = _loop_nest(info, in_dtypes, mode)
+    if info.ndim > 1:
+        rows = [_rows_function(a, d, mode) for a, d in zip(info.array_params, in_dtypes)]
+        driver = "\n\n".join([*rows, driver])
     return assemble_module(
         _HEADER.format(cache=cache),
-        _loop_nest(info),
+        driver,
         info,
         env,
         in_dtypes,
