@@ -140,5 +140,5 @@ def to_backend(array: Any, name: str) -> Any:
         raise BackendError(f"unknown backend {name!r}; expected one of {', '.join(BACKENDS)}")
     if isinstance(array, da.Array):
         meta = backend.empty((0,) * array.ndim, array.dtype)
-        return array.map_blocks(backend.convert, dtype=array.dtype, meta=meta)
+        return da.map_blocks(backend.convert, array, dtype=array.dtype, meta=meta)
     return backend.convert(array)

@@ -16,7 +16,7 @@ import contextlib
 import functools
 import gc
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import dask
@@ -212,6 +212,7 @@ def job_script(config: ClusterConfig) -> str:
 
 def _start_cluster(config: ClusterConfig, tls: Security | None) -> Any:
     """The jobqueue, dask-cuda or local cluster that ``config`` asks for, started."""
+    start: Callable[[ClusterConfig, Security | None], Any]
     if config.jobqueue:
         start = functools.partial(jobqueue_cluster, silence_logs=_log_level(config))
     else:

@@ -86,7 +86,7 @@ def _jobqueue_class(config: ClusterConfig) -> Any:
             f"cluster.jobqueue: {config.jobqueue} needs dask-jobqueue ({exc}); "
             "install stencilpipe[cluster]"
         ) from None
-    return getattr(dask_jobqueue, JOBQUEUE_CLASSES[config.jobqueue])
+    return getattr(dask_jobqueue, JOBQUEUE_CLASSES[str(config.jobqueue)])
 
 
 def job_options(cluster_class: Any) -> list[str]:

@@ -40,7 +40,7 @@ def ngff_metadata(image: dict, omero: dict | None, ndim: int) -> Metadata:
     for axis in axes:
         axis = axis if isinstance(axis, dict) else {"name": axis}
         name = str(axis.get("name", "")).lower()
-        letters.append(name if name in _TYPES else _LETTERS.get(axis.get("type"), "i"))
+        letters.append(name if name in _TYPES else _LETTERS.get(str(axis.get("type")), "i"))
         units.append(axis.get("unit"))
     first = image.get("datasets", [{}])[0]
     scale = _scales(first.get("coordinateTransformations"), ndim)

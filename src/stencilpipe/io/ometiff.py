@@ -173,7 +173,7 @@ def _create(target: _File, run: str) -> int:
     """
     directory = os.path.dirname(target.path)
     os.makedirs(directory, exist_ok=True)
-    remove_stale_temps(directory, {run, live_run(directory)})
+    remove_stale_temps(directory, {run, live_run(directory) or run})
     rgb = target.metadata.axes.endswith("s") and target.shape[-1] in (3, 4)
     try:
         tifffile.imwrite(
@@ -230,9 +230,9 @@ def _finish(
     with open(target.temp, "rb") as fh:
         fd = fh.fileno()
         os.fsync(fd)  # one file: one flush before the rename makes it durable
-        with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as data:
+        with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as data, memoryview(data) as view:
             directory, name = os.path.split(target.path)
-            write_record(directory, name, data, provenance=provenance, inputs=inputs, run=run)
+            write_record(directory, name, view, provenance=provenance, inputs=inputs, run=run)
     os.replace(target.temp, target.path)
     size = os.path.getsize(target.path)
     return WriteReport(target.path, frames, 0, size, (target.path,), stale, 0)

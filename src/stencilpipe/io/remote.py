@@ -41,7 +41,7 @@ class RemoteDirectory:
         return {"url": self.url, "storage_options": self.storage_options}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["url"], state["storage_options"])
+        type(self).__init__(self, state["url"], state["storage_options"])
 
     def __dask_tokenize__(self) -> object:
         return "stencilpipe-remote", self.url

@@ -15,7 +15,7 @@ import contextlib
 import datetime
 import os
 from collections.abc import Iterator, Mapping
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import fsspec
 from fsspec.core import split_protocol, url_to_fs
@@ -116,7 +116,7 @@ def open_binary(
     """Open a local path or a URL as a binary file."""
     if not is_url(path):
         with open(path, mode) as fh:
-            yield fh
+            yield cast(BinaryIO, fh)
         return
     with fsspec.open(path, mode, **dict(storage_options or {})) as fh:
         yield fh

@@ -55,7 +55,7 @@ def page_tags(page: Any) -> TiffTags | None:
     tags = page.tags
     resolution = None
     if "XResolution" in tags and "YResolution" in tags:
-        resolution = tuple(_rational(tags[n].value) for n in ("XResolution", "YResolution"))
+        resolution = (_rational(tags["XResolution"].value), _rational(tags["YResolution"].value))
     unit_tag = tags.get("ResolutionUnit")
     description = tags.get("ImageDescription")
     found = TiffTags(

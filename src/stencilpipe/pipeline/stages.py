@@ -7,9 +7,10 @@ import importlib
 import importlib.util
 import inspect
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 from .. import library, ndmorph
 from ..errors import ConfigError, StencilpipeError
@@ -96,7 +97,7 @@ def _build_stage(name: str, params: Any, config: PipelineConfig) -> Stencil | tu
             boundary=options.get("boundary", config.boundary),
             **({"cval": options["cval"]} if "cval" in options else {}),
         )
-    factory = library.FILTERS.get(name) or ndmorph.STAGES[name]
+    factory = cast("Callable[..., Stencil]", library.FILTERS.get(name) or ndmorph.STAGES[name])
     if any(p.kind is p.VAR_KEYWORD for p in inspect.signature(factory).parameters.values()):
         params = {"boundary": config.boundary, **params}  # stages that take the boundary options
     return factory(**params)
@@ -110,7 +111,7 @@ def build_chain(config: PipelineConfig) -> Chain:
     ConfigError
         Naming the stage (``stages.2.stencil: ...``) that cannot be built.
     """
-    stencils = []
+    stencils: list[Stencil] = []
     for index, (name, params) in enumerate(config.stage_specs()):
         try:
             made = _build_stage(name, params, config)

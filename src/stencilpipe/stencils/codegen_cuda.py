@@ -56,9 +56,9 @@ inlined = _sp_cuda.jit(device=True, inline="always")
 """
 
 
-if not _cuda_config.ENABLE_CUDASIM:  # the simulator runs round_if_float itself, as Python
+if not _cuda_config.ENABLE_CUDASIM:  # type: ignore[attr-defined]  # the simulator runs round_if_float itself, as Python
     from numba.cuda import libdevice, types
-    from numba.cuda.extending import overload
+    from numba.cuda.extending import overload  # type: ignore[attr-defined]
 
     @overload(round_if_float, target="cuda")
     def _round_if_float_cuda(value):

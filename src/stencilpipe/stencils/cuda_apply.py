@@ -82,9 +82,10 @@ def _restrided(view: Any, shape: tuple[int, ...], strides: tuple[int, ...]) -> A
     """A view of the same first element with another shape and strides (in bytes)."""
     from numba import cuda
 
-    if cuda.config.ENABLE_CUDASIM:  # the simulator's device arrays wrap NumPy arrays
-        return cuda.devicearray.FakeCUDAArray(np.lib.stride_tricks.as_strided(view, shape, strides))
-    return cuda.devicearray.DeviceNDArray(shape, strides, view.dtype, gpu_data=view.gpu_data)
+    devicearray: Any = cuda.devicearray  # numba.cuda's config and arrays carry no types
+    if cuda.config.ENABLE_CUDASIM:  # type: ignore[attr-defined]  # arrays wrap NumPy arrays
+        return devicearray.FakeCUDAArray(np.lib.stride_tricks.as_strided(view, shape, strides))
+    return devicearray.DeviceNDArray(shape, strides, view.dtype, gpu_data=view.gpu_data)
 
 
 def transposed(array: Any, order: list[int]) -> Any:
@@ -100,7 +101,7 @@ def _byte_range(view: Any) -> tuple[int, int]:
 
     interface = (
         view._ary.__array_interface__  # the simulator's arrays wrap NumPy arrays
-        if cuda.config.ENABLE_CUDASIM
+        if cuda.config.ENABLE_CUDASIM  # type: ignore[attr-defined]
         else view.__cuda_array_interface__
     )
     first = interface["data"][0]
