@@ -20,6 +20,7 @@ import argparse
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -78,8 +79,19 @@ class Cgroup:
         return int(stats.get("oom_kill", 0))
 
     def remove(self) -> None:
-        if self.path:
-            self.path.rmdir()
+        """Kill what is left in the cgroup (processes of stopped workers may still be
+        exiting), then remove it."""
+        if not self.path:
+            return
+        for _ in range(300):
+            left = (self.path / "cgroup.procs").read_text().split()
+            if not left:
+                break
+            for pid in left:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(pid), signal.SIGKILL)
+            time.sleep(0.1)
+        self.path.rmdir()
 
 
 class PeakRss:
@@ -206,7 +218,10 @@ def main() -> None:
     shape = (args.frames, args.size, args.size)
     data_bytes = 2 * args.frames * args.size * args.size
     subprocess.run([sys.executable, "-c", f"""
-import dask.array as da, numpy as np
+import contextlib, dask.array as da, numpy as np, zarr
+with contextlib.suppress(FileNotFoundError):
+    if zarr.open_array('in.zarr', mode='r').shape == {shape}:
+        raise SystemExit  # made by an earlier run
 da.random.default_rng(0).integers(0, 4000, {shape}, dtype=np.uint16,
     chunks=(1, 1024, 1024)).to_zarr('in.zarr', overwrite=True)"""], cwd=work, check=True)  # fmt: skip
     total = parse_bytes(args.worker_memory) * args.workers
