@@ -3,6 +3,7 @@ TIFF, Zarr and OME-Zarr stores."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import random
 
@@ -216,3 +217,89 @@ def test_zarr_arrays_that_are_not_frames(tmp_path, shape, message):
     zarr.create_array(tmp_path / "a.zarr", shape=shape, dtype="u1")
     with pytest.raises(ImageStackError, match=message):
         imread(tmp_path / "a.zarr")
+
+
+def _tifffile_needs(path) -> int:
+    """The size a TIFF file must have to hold its image data, as tifffile's pages say."""
+    with tifffile.TiffFile(path) as tif:
+        page = tif.pages.first
+        return max(o + n for o, n in zip(page.dataoffsets, page.databytecounts, strict=True))
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"bigtiff": True},
+        {"byteorder": ">"},
+        {"compression": "zlib"},
+        {"tile": (16, 16)},
+        {"rowsperstrip": 3},
+        {"resolution": (2.5, 4.0), "resolutionunit": 3, "description": "frame"},
+        {"photometric": "rgb", "shape": (40, 48, 3)},
+    ],
+)
+def test_a_tiff_directory_read_from_the_first_bytes_agrees_with_tifffile(tmp_path, options):
+    """The directory that a file of a stack is compared with: its data's extent and its
+    resolution tags as tifffile reads them; a different layout (shape, dtype, codec)
+    compares unequal; a file of two images gives none (tifffile reads it)."""
+    from stencilpipe.io.formats import TIFF
+    from stencilpipe.io.tiffmeta import page_tags
+
+    shape = options.pop("shape", (40, 48))
+    data = np.random.default_rng(1).integers(0, 60000, shape).astype(np.uint16)
+    tifffile.imwrite(tmp_path / "a.tif", data, **options)
+    directory = TIFF.head(str(tmp_path / "a.tif"))
+    assert directory.needs == _tifffile_needs(tmp_path / "a.tif")
+    with tifffile.TiffFile(tmp_path / "a.tif") as tif:
+        assert directory.tags(tif.pages.first.description or None) == page_tags(tif.pages.first)
+    tifffile.imwrite(tmp_path / "b.tif", data + 1, **options)
+    assert TIFF.head(str(tmp_path / "b.tif")).layout == directory.layout
+    for other in (data.astype(np.uint8), data[:-1]):
+        tifffile.imwrite(tmp_path / "c.tif", other, **options)
+        assert TIFF.head(str(tmp_path / "c.tif")).layout != directory.layout
+    tifffile.imwrite(tmp_path / "d.tif", np.stack([data, data]), metadata=None, **options)
+    assert TIFF.head(str(tmp_path / "d.tif")) is None
+
+
+def test_a_stack_of_tiffs_parses_only_the_files_unlike_the_first(tmp_path, monkeypatch):
+    """tifffile parses the first file and the files whose directory differs from it; each
+    other file is compared with it from its first bytes. The headers, the bad files and
+    their reasons, and the tags each output keeps are those of a full parse."""
+    read = importlib.import_module("stencilpipe.io.read")
+    parsed = []
+    real = read.scan_file
+
+    def scan_file(path, *args, **kwargs):
+        parsed.append(os.path.basename(path))
+        return real(path, *args, **kwargs)
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    rng = np.random.default_rng(2)
+    frames = {f"f{i:02d}": rng.integers(0, 256, (30, 20), dtype=np.uint8) for i in range(12)}
+    for i, (name, data) in enumerate(frames.items()):
+        tifffile.imwrite(folder / f"{name}.tif", data, resolution=(1 + i, 2.0))
+    tifffile.imwrite(folder / "f03.tif", frames["f03"].astype(np.uint16))  # another dtype
+    tifffile.imwrite(folder / "f05.tif", frames["f05"], compression="zlib")  # another codec
+    whole = (folder / "f07.tif").read_bytes()
+    (folder / "f07.tif").write_bytes(whole[:-10])  # truncated
+    (folder / "f09.tif").write_bytes(b"II*\0" + whole[4:40])  # a broken directory
+
+    monkeypatch.setattr(read, "scan_file", scan_file)
+    info = inspect(folder, skip_bad=True)
+    assert parsed == ["f00.tif", "f03.tif", "f05.tif", "f07.tif", "f09.tif"]
+    monkeypatch.undo()
+    assert info.bad_files == inspect(folder, skip_bad=True).bad_files  # unchanged reasons
+    reasons = {os.path.basename(path): why for path, why in info.bad_files}
+    assert set(reasons) == {"f03.tif", "f07.tif", "f09.tif"}
+    assert reasons["f07.tif"].startswith("truncated") and "uint16" in reasons["f03.tif"]
+
+    from stencilpipe.io.tiffmeta import page_tags
+
+    for path, tags in zip(info.files, info.file_tags, strict=True):
+        with tifffile.TiffFile(path) as tif:
+            assert tags == page_tags(tif.pages.first)
+    stack = imread(folder, skip_bad=True)
+    good = [name for name in frames if f"{name}.tif" not in reasons]
+    np.testing.assert_array_equal(stack.compute(), np.stack([frames[n] for n in good]))

@@ -102,19 +102,19 @@ def test_a_large_run_left_to_stencilpipe_starts_the_cluster(
 
 def test_chunks_auto_reads_each_header_once(tmp_path, frames, monkeypatch):
     """``chunks: auto`` re-chunks the stack it opened (here into 1-frame chunks for 2
-    threads): every input file's header is read once, not again for the new chunks."""
+    threads): the input files' headers are scanned once, not again for the new chunks."""
     read = importlib.import_module("stencilpipe.io.read")
-    scanned = []
-    real = read.scan_file
+    scans = []
+    real = read._scan
 
-    def scan_file(path, *args, **kwargs):
-        scanned.append(path)
-        return real(path, *args, **kwargs)
+    def scan(src):
+        scans.append(src.given)
+        return real(src)
 
-    monkeypatch.setattr(read, "scan_file", scan_file)
+    monkeypatch.setattr(read, "_scan", scan)
     work = run_module.plan(config_for(tmp_path, chunks="auto"))
     assert work.stack.chunks[0] == (1,) * FRAMES
-    assert sorted(scanned) == sorted(str(tmp_path / "in" / f"{name}.tif") for name in frames)
+    assert scans == [str(tmp_path / "in")]
 
 
 def test_chunks_auto_on_a_zarr_store_whose_frame_axes_merge(tmp_path):

@@ -12,8 +12,9 @@ from __future__ import annotations
 import io
 import math
 import os
+import struct
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, BinaryIO, Protocol
 
 import numpy as np
@@ -34,6 +35,7 @@ __all__ = [
     "FrameReader",
     "FrameWriter",
     "Header",
+    "TiffDirectory",
     "scan_file",
     "writer_for",
 ]
@@ -123,6 +125,106 @@ def _check_size(path: str, frame_shape: tuple[int, ...], dtype: np.dtype) -> Non
         )
 
 
+#: Bytes read from the start of a TIFF file to compare its image directory with another
+#: file's: its header, its directory and the values that the directory points to, where
+#: writers put them (tifffile, ImageJ, libtiff: right after the header).
+_HEAD = 1 << 16
+#: Bytes per value of each TIFF field type (BYTE, ASCII, SHORT, LONG, RATIONAL, SBYTE,
+#: UNDEFINED, SSHORT, SLONG, SRATIONAL, FLOAT, DOUBLE, IFD, LONG8, SLONG8, IFD8).
+_TYPE_SIZES = {1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 1, 7: 1, 8: 2, 9: 4, 10: 8, 11: 4, 12: 8,
+               13: 4, 16: 8, 17: 8, 18: 8}  # fmt: skip
+_OFFSETS = {3: "H", 4: "I", 16: "Q"}  # the types of strip and tile offsets and byte counts
+_STRIPS, _TILES = (273, 279), (324, 325)  # (offsets, byte counts) tags
+_X_RESOLUTION, _Y_RESOLUTION, _RESOLUTION_UNIT = 282, 283, 296
+#: Tags that may differ between the files of one stack without changing how their pixels
+#: are read: where the data lies, the resolution, the date.
+_PER_FILE = {*_STRIPS, *_TILES, _X_RESOLUTION, _Y_RESOLUTION, _RESOLUTION_UNIT, 306}
+
+
+@dataclass(frozen=True)
+class TiffDirectory:
+    """The one image directory of a single-image TIFF file, read from its first bytes.
+
+    ``layout`` is everything in it but the :data:`_PER_FILE` tags (the byte order, the
+    format, each other tag's type, count and value bytes): two files with the same layout
+    are read the same way into frames of the same shape and dtype. ``needs`` is the size
+    the file must have to hold its image data.
+    """
+
+    layout: tuple[Any, ...]
+    needs: int
+    resolution: tuple[float, float] | None
+    unit: int
+
+    @classmethod
+    def parse(cls, head: bytes) -> TiffDirectory | None:
+        """The directory of the file that starts with ``head``; None when the file holds
+        more than one image directory, or anything the directory points to lies beyond
+        ``head``, or cannot be parsed here (tifffile then reads the file)."""
+        try:
+            return cls._parse(head)
+        except (struct.error, KeyError, ValueError):
+            return None
+
+    @classmethod
+    def _parse(cls, head: bytes) -> TiffDirectory | None:
+        order = {b"II": "<", b"MM": ">"}[head[:2]]
+        version = struct.unpack_from(order + "H", head, 2)[0]
+        big = version == 43
+        entries_format, offset_format = ("Q", "Q") if big else ("H", "I")
+        inline = 8 if big else 4
+        start = struct.unpack_from(order + offset_format, head, 8 if big else 4)[0]
+        (entries,) = struct.unpack_from(order + entries_format, head, start)
+        position = start + struct.calcsize(entries_format)
+        entry = struct.Struct(order + "HH" + offset_format + f"{inline}s")
+        fields: dict[int, tuple[int, int, bytes]] = {}
+        for _ in range(entries):
+            code, kind, count, value = entry.unpack_from(head, position)
+            position += entry.size
+            size = _TYPE_SIZES[kind] * count
+            if size > inline:
+                (offset,) = struct.unpack_from(order + offset_format, value)
+                value = head[offset : offset + size]
+                if len(value) < size:
+                    return None
+            fields[code] = (kind, count, value[:size])
+        if struct.unpack_from(order + offset_format, head, position)[0]:
+            return None  # another image directory follows: not a single-image file
+        offsets, counts = _TILES if _TILES[0] in fields else _STRIPS
+        ends = zip(_values(order, fields[offsets]), _values(order, fields[counts]), strict=True)
+        layout = tuple(item for item in sorted(fields.items()) if item[0] not in _PER_FILE)
+        resolution = None
+        if _X_RESOLUTION in fields and _Y_RESOLUTION in fields:
+            resolution = (_rational(order, fields[_X_RESOLUTION]),
+                          _rational(order, fields[_Y_RESOLUTION]))  # fmt: skip
+        unit = fields.get(_RESOLUTION_UNIT)
+        return cls(
+            (order, big, layout),
+            max((offset + count for offset, count in ends), default=0),
+            resolution,
+            _values(order, unit)[0] if unit else 2,
+        )
+
+    def tags(self, description: str | None) -> TiffTags | None:
+        """What :func:`~.tiffmeta.page_tags` gives for this directory, whose ImageDescription
+        is ``description``."""
+        found = TiffTags(self.resolution, self.unit, description)
+        return found if found.resolution or found.description else None
+
+
+def _values(order: str, field: tuple[int, int, bytes]) -> tuple[int, ...]:
+    kind, count, value = field
+    return struct.unpack(f"{order}{count}{_OFFSETS[kind]}", value)
+
+
+def _rational(order: str, field: tuple[int, int, bytes]) -> float:
+    kind, count, value = field
+    if (kind, count) != (5, 1):
+        raise ValueError(f"resolution of type {kind}")
+    numerator, denominator = struct.unpack(order + "II", value)
+    return numerator / denominator if denominator else 0.0
+
+
 class Tiff:
     """TIFF, BigTIFF and OME-TIFF through tifffile; the frames are the pages of series 0."""
 
@@ -183,6 +285,33 @@ class Tiff:
             pages = tif.series[0].pages
             frames = [pages[i].asarray() for i in indices]
         return [frame.astype(_native(frame.dtype), copy=False) for frame in frames]
+
+    def head(self, path: str, storage_options: Options = None) -> TiffDirectory | None:
+        """The image directory of ``path`` as :meth:`TiffDirectory.parse` reads it from the
+        file's first bytes (None: this file needs tifffile's parse)."""
+        try:
+            with open_binary(path, storage_options) as fh:
+                return TiffDirectory.parse(fh.read(_HEAD))
+        except OSError:
+            return None
+
+    def scan_like(
+        self,
+        path: str,
+        size: int,
+        like: tuple[Header, TiffDirectory],
+        storage_options: Options = None,
+    ) -> Header | None:
+        """The header of ``path`` when its image directory has the layout of ``like``'s
+        (another file's header, as :meth:`scan` read it, and its directory) and its file
+        holds all its data: ``like``'s header with this file's resolution. None when it
+        differs in any way (then :meth:`scan` it, to find out how)."""
+        header, directory = like
+        mine = self.head(path, storage_options)
+        if mine is None or mine.layout != directory.layout or mine.needs > size:
+            return None
+        description = header.tags.description if header.tags else None
+        return replace(header, tags=mine.tags(description))
 
     def check(self, dtype: np.dtype, frame_shape: tuple[int, ...], compression: str | None) -> None:
         try:  # encoding one pixel finds any dtype or codec that tifffile cannot write

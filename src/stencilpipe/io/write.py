@@ -406,7 +406,9 @@ def plan_files(
         "t",
         sub,
         "tyxc"[: array.ndim],
-        da.from_array(plan, chunks=sub.chunks[:1]),
+        # Named at random: tokenizing 100,000 (path, inputs, tags) entries would cost
+        # seconds, and no other array shares this one's blocks.
+        da.from_array(plan, chunks=sub.chunks[:1], name=False),
         "t",
         ready=ready,
         run=run,
