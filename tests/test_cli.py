@@ -180,6 +180,25 @@ def test_inspect_and_filters_as_json(pngs):
     assert gaussian["parameters"][0] == "sigma" and gaussian["summary"]
 
 
+def test_the_filter_table_is_what_the_registries_say_and_filters_needs_no_numba():
+    """``stencilpipe filters`` answers from a table (importing the filters costs a second):
+    it must equal what library.FILTERS and ndmorph.STAGES say (rewrite it with
+    ``python -m stencilpipe.filter_table``), and the command imports neither Numba nor
+    Dask."""
+    from stencilpipe.cli import filter_entries
+    from stencilpipe.filter_table import FILTERS
+
+    assert FILTERS == tuple(filter_entries())
+    probe = (
+        "import sys; from click.testing import CliRunner; from stencilpipe.cli import main; "
+        "out = CliRunner().invoke(main, ['filters']).output; "
+        "print(sorted({'numba', 'dask', 'numpy'} & set(sys.modules)), "
+        "sum(line.startswith('    ') for line in out.splitlines()))"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert result.stdout.split() == ["[]", str(len(FILTERS))], result.stderr
+
+
 def stack_with_a_bad_frame(folder):
     """Three zlib TIFFs of one 64x64 uint8 frame in ``folder``; ``img_1.tif``'s pixels are
     garbage under intact headers, so it fails only when read. Returns the frame."""

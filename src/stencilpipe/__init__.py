@@ -11,13 +11,9 @@ other commands that need none of them start in a fraction of a second.
 """
 
 import importlib
-import importlib.metadata as _metadata
 from typing import TYPE_CHECKING, Any
 
-try:
-    __version__ = _metadata.version("stencilpipe")
-except _metadata.PackageNotFoundError:  # a source tree on sys.path, not installed
-    __version__ = "0+unknown"
+__version__: str  # looked up on first use (see __getattr__)
 
 from .errors import (
     BoundaryError,
@@ -105,7 +101,20 @@ __all__ = [
 ]
 
 
+def _version() -> str:
+    """The installed distribution's version (importlib.metadata: looked up on first use)."""
+    import importlib.metadata as metadata
+
+    try:
+        return metadata.version("stencilpipe")
+    except metadata.PackageNotFoundError:  # a source tree on sys.path, not installed
+        return "0+unknown"
+
+
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        globals()[name] = version = _version()
+        return version
     where = _WHERE.get(name)
     if where is None:
         raise AttributeError(f"module 'stencilpipe' has no attribute {name!r}")
@@ -116,4 +125,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(globals()) | set(__all__) | {"__version__"})

@@ -43,7 +43,6 @@ from .remote import RemoteDirectory
 from .stackinfo import StackInfo, all_inputs, frame_inputs, inputs_of, source_names
 from .targets import Target, check_directory, check_inputs, output_paths, parse_target
 from .tiffmeta import TiffTags
-from .zarrio import save_zarr
 
 __all__ = ["imsave", "plan_write"]
 
@@ -232,6 +231,8 @@ def plan_write(
     if levels != 1 and not (where.zarr and where.ome):
         raise TargetError(f"levels={levels} applies to OME-Zarr targets (.ome.zarr) only")
     if where.zarr:
+        from .zarrio import save_zarr  # zarr is imported only for Zarr targets
+
         check_inputs(where, [where.directory], inputs)
         run = lock(where.directory, where.given) if lock else new_run()
         return save_zarr(
