@@ -16,7 +16,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .errors import TargetError
-from .provenance import DAMAGED, KEPT, NEW, STALE, Provenance, checksum, record_path
+from .provenance import (
+    DAMAGED,
+    KEPT,
+    NEW,
+    STALE,
+    Provenance,
+    checksum,
+    record_of,
+    record_path,
+    verifies,
+)
 from .storage import READ_ONLY, file_system, missing_bucket, unreachable
 
 __all__ = ["RemoteDirectory"]
@@ -90,13 +100,7 @@ class RemoteDirectory:
         self, name: str, data: bytes | memoryview, provenance: Provenance, inputs: Sequence
     ) -> None:
         """Record that output ``name`` holds ``data``, made by ``provenance`` from ``inputs``."""
-        record = {
-            "key": provenance.key,
-            "inputs": [list(each) for each in inputs],
-            "output": {"size": len(data), "blake2b": checksum(data)},
-            "about": provenance.about,
-        }
-        self.put(self.record_url(name), json.dumps(record, default=str).encode())
+        self.put(self.record_url(name), record_of(data, provenance, inputs))
 
     def judge(
         self, names: Sequence[str], provenance: Provenance, inputs: Sequence[Sequence]
@@ -118,7 +122,5 @@ class RemoteDirectory:
             return STALE
         if record.get("key") != key or record.get("inputs") != [list(e) for e in inputs]:
             return STALE
-        expected = record.get("output") or {}
-        if expected.get("size") != len(data) or expected.get("blake2b") != checksum(data):
-            return DAMAGED
-        return KEPT
+        holds = verifies(record.get("output"), len(data), lambda: checksum(data))
+        return STALE if holds is None else KEPT if holds else DAMAGED
