@@ -125,13 +125,26 @@ def output_paths(target: Target, names: Sequence[str]) -> list[str]:
     return [os.path.join(target.directory, name) for name in files]
 
 
+def _real(path: str, folders: dict[str, str]) -> str:
+    """``os.path.realpath(path)`` with each folder resolved once (in ``folders``): a
+    realpath checks every component of every path, 20,000 times over for 20,000 files."""
+    if os.path.islink(path):
+        return os.path.realpath(path)
+    folder, name = os.path.split(path)
+    if folder not in folders:
+        folders[folder] = os.path.realpath(folder or os.curdir)
+    return os.path.join(folders[folder], name)
+
+
 def check_inputs(target: Target, outputs: Sequence[str], inputs: Sequence[StackInfo]) -> None:
     """Refuse a target that is, or lies inside, a directory of input files or a Zarr input,
     and any output that is an input file."""
     where = os.path.realpath(target.directory)
+    folders: dict[str, str] = {}
     for info in inputs:
+        sources = {_real(f, folders) for f in info.files}
         if info.kind == "files":
-            guarded = {os.path.dirname(os.path.realpath(f)) for f in info.files}
+            guarded = {os.path.dirname(f) for f in sources}
         elif info.kind == "zarr":
             guarded = {os.path.realpath(info.files[0])}
         else:
@@ -143,7 +156,6 @@ def check_inputs(target: Target, outputs: Sequence[str], inputs: Sequence[StackI
                     f"refusing to write to {target.given}: it is {inside}{folder}, which "
                     f"holds the input {info.source}; choose a directory outside it"
                 )
-        sources = {os.path.realpath(f) for f in info.files}
         for path in outputs:
-            if os.path.realpath(path) in sources:
+            if _real(path, folders) in sources:
                 raise TargetError(f"refusing to overwrite the input file {path}")
