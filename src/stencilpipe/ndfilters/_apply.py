@@ -8,6 +8,7 @@ the halo exchanged between chunks); CuPy in, CuPy out.
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -113,16 +114,19 @@ class Pass:
     Parameters
     ----------
     build : callable
-        ``build(in_dtype) -> Stencil``; the stencil stores the call's store dtype.
+        ``build(in_dtype) -> Stencil``, or for a line kernel ``build(in_dtype, across)``
+        (see :func:`._kernels._line_read`); the stencil stores the call's store dtype.
     mode : str
         scipy mode name (aliases allowed).
     axis : int, optional
-        For a 1-D kernel, the axis it runs along: that axis is moved last for the pass
-        (the others are batch axes), so one compiled kernel serves every axis and
-        dimensionality. None for a kernel with one index per axis of the array.
+        For a line kernel, the axis it runs along. Along the last axis it is a 1-D kernel;
+        along another, the array is viewed as (before, axis, after) and the kernel is 2-D
+        (``across``), its loops running along the contiguous ``after`` (a 1-D kernel over
+        a strided axis does not vectorise: 2-3x slower). Two compiled kernels serve every
+        axis and dimensionality. None for a kernel with one index per axis of the array.
     """
 
-    def __init__(self, build: Callable[[np.dtype], Stencil], mode: Any, axis: int | None = None):
+    def __init__(self, build: Callable[..., Stencil], mode: Any, axis: int | None = None):
         self.build = build
         self.mode = filter_mode(mode)
         self.axis = axis
@@ -149,26 +153,30 @@ def run_passes(array: Any, passes: Sequence[Pass], dtypes: Dtypes, cval: Any) ->
     if is_dask_array(array) and len(passes) > 1 and len({p.mode for p in passes}) == 1:
         return _dask_blocks(array, passes, dtypes, cval)
     result = as_compute_input(array, dtypes)
-    for step, stencil, reads in _built(result.dtype, passes, cval):
+    for step, stencil, reads in _built(result.dtype, passes, cval, result.ndim):
         if result.dtype != reads:
             result = result.astype(reads)
-        fill = cval if step.mode == "constant" else 0
-        if step.axis is None:
-            result = stencil(result, boundary=step.mode, cval=fill, channel_axis=None)
+        options = dict(boundary=step.mode, cval=cval if step.mode == "constant" else 0)
+        if step.axis is None or step.axis == result.ndim - 1:
+            result = stencil(result, channel_axis=None, **options)
         else:
-            moved = np.moveaxis(result, step.axis, -1)
-            moved = stencil(moved, boundary=step.mode, cval=fill, channel_axis=None)
-            result = np.moveaxis(moved, -1, step.axis)
+            shape = result.shape
+            lines = (math.prod(shape[: step.axis]), shape[step.axis], math.prod(shape[step.axis + 1 :]))
+            viewed = stencil(result.reshape(lines), channel_axis=None, **options)
+            result = viewed.reshape(shape)
     return result
 
 
-def _built(dtype: np.dtype, passes: Sequence[Pass], cval: Any):
-    """(pass, stencil, dtype it reads) for an input of ``dtype``: float64 where a constant
-    mode's ``cval`` does not fit the dtype."""
+def _built(dtype: np.dtype, passes: Sequence[Pass], cval: Any, ndim: int):
+    """(pass, stencil, dtype it reads) for an ``ndim``-D input of ``dtype``: float64 where a
+    constant mode's ``cval`` does not fit the dtype."""
     for step in passes:
         if step.mode == "constant" and not _fits(cval, dtype):
             dtype = np.dtype(np.float64)
-        stencil = step.build(dtype)
+        if step.axis is None:
+            stencil = step.build(dtype)
+        else:
+            stencil = step.build(dtype, step.axis != ndim - 1)
         yield step, stencil, dtype
         dtype = stencil.dtype
 
@@ -176,7 +184,7 @@ def _built(dtype: np.dtype, passes: Sequence[Pass], cval: Any):
 def _dask_blocks(array: Any, passes: Sequence[Pass], dtypes: Dtypes, cval: Any) -> Any:
     """All ``passes`` on each block of a Dask array, after one overlap of their summed halos."""
     halos = [[0, 0] for _ in range(array.ndim)]
-    for step, stencil, _ in _built(dtypes.compute, passes, cval):
+    for step, stencil, _ in _built(dtypes.compute, passes, cval, array.ndim):
         axes = range(array.ndim) if step.axis is None else [step.axis]
         for axis, (before, after) in zip(axes, stencil.halo):
             halos[axis][0] += before

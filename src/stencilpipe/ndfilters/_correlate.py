@@ -63,7 +63,8 @@ def run_1d(
     steps: list[tuple[Any, Any, int]],
     cval: Any,
 ) -> Any:
-    """``array`` through 1-D ``steps`` (``(build(store) -> Stencil, mode, axis)`` each), every
+    """``array`` through 1-D ``steps`` (``(build(store, across) -> Stencil, mode, axis)`` each,
+    see :class:`._apply.Pass`), every
     pass storing the output dtype as scipy's separable filters do; the identity without steps.
     A complex ``array`` runs its real and imaginary parts through the steps."""
     if is_complex(array):
@@ -75,7 +76,8 @@ def run_1d(
     dtypes = dtypes_of(array, output, name)
     store = dtypes.store
     passes = [
-        Pass(lambda _dtype, build=build: build(store), mode, axis) for build, mode, axis in steps
+        Pass(lambda _dtype, across, build=build: build(store, across), mode, axis)
+        for build, mode, axis in steps
     ]
     return finish(run_passes(array, passes, dtypes, cval), dtypes, output)
 

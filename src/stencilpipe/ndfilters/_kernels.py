@@ -39,6 +39,13 @@ def _read(offset: Offset) -> str:
     return "x[" + ", ".join(map(str, offset)) + "]"
 
 
+def _line_read(k: int, across: bool) -> str:
+    """The read ``k`` along a line: of a 1-D kernel, or with ``across`` of a 2-D kernel whose
+    line is its first axis (the caller views the array as (before, line, after), so the
+    kernel's loops run along the contiguous last axis)."""
+    return f"x[{k}, 0]" if across else f"x[{k}]"
+
+
 def _kernel(name: str, body: list[str], store: np.dtype) -> Stencil:
     """The stencil of ``def name(x):`` + ``body`` (which leaves the double in ``t``)."""
     kernel_store = np.dtype(np.uint8) if store.kind == "b" else store
@@ -72,9 +79,11 @@ def _symmetry(weights: tuple[float, ...]) -> int:
 
 
 @functools.lru_cache(maxsize=512)
-def correlate1d_kernel(weights: tuple[float, ...], origin: int, store: np.dtype) -> Stencil:
-    """scipy's 1-D correlation (a 1-D kernel: the caller moves the axis last), with its
-    three summation orders.
+def correlate1d_kernel(
+    weights: tuple[float, ...], origin: int, store: np.dtype, across: bool = False
+) -> Stencil:
+    """scipy's 1-D correlation (a line kernel, see :func:`_line_read`), with its three
+    summation orders.
 
     Symmetric and antisymmetric odd weights sum the pairs around the centre first,
     ``(x[-k] + x[k]) * w[-k]``; other weights start from the last one.
@@ -83,7 +92,7 @@ def correlate1d_kernel(weights: tuple[float, ...], origin: int, store: np.dtype)
     after = len(weights) - before - 1
 
     def read(k: int) -> str:
-        return f"x[{k - origin}]"
+        return _line_read(k - origin, across)
 
     def w(k: int) -> str:
         return repr(weights[before + k])
@@ -100,14 +109,15 @@ def correlate1d_kernel(weights: tuple[float, ...], origin: int, store: np.dtype)
 
 
 @functools.lru_cache(maxsize=128)
-def uniform1d_kernel(size: int, origin: int, store: np.dtype) -> Stencil:
-    """The mean of ``size`` elements along a line (1-D): a sum in order, divided once.
+def uniform1d_kernel(size: int, origin: int, store: np.dtype, across: bool = False) -> Stencil:
+    """The mean of ``size`` elements along a line (see :func:`_line_read`): a sum in order,
+    divided once.
 
     scipy keeps a running sum along each line (whose rounding drifts along it);
     this sum is exact for integers, and equals scipy's at each line's start.
     """
     before = size // 2
-    reads = [f"x[{k - before - origin}]" for k in range(size)]
+    reads = [_line_read(k - before - origin, across) for k in range(size)]
     body = [f"    t = np.float64({reads[0]})"]
     body += [f"    t += {read}" for read in reads[1:]]
     body.append(f"    t = t / {float(size)!r}")

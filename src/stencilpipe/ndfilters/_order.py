@@ -55,8 +55,16 @@ def _line(size: int, origin: int) -> tuple[Offset, ...]:
 def _rank_pass(
     offsets: tuple[Offset, ...], rank: int, store: np.dtype, mode: Any, axis: int | None = None
 ) -> Pass:
-    """A pass selecting ``rank`` over ``offsets``, cast to ``store`` unless it reads it."""
-    return Pass(lambda dtype: rank_kernel(offsets, rank, store, dtype != store), mode, axis)
+    """A pass selecting ``rank`` over ``offsets``, cast to ``store`` unless it reads it; with
+    ``axis``, a line pass over 1-D ``offsets`` (see :class:`._apply.Pass`)."""
+    if axis is None:
+        return Pass(lambda dtype: rank_kernel(offsets, rank, store, dtype != store), mode)
+
+    def build(dtype: np.dtype, across: bool) -> Any:
+        line = tuple((k, 0) for (k,) in offsets) if across else offsets
+        return rank_kernel(line, rank, store, dtype != store)
+
+    return Pass(build, mode, axis)
 
 
 def _separable(array, sizes, origins, modes, axes, output, cval, minimum: bool, name: str):
