@@ -115,6 +115,7 @@ InactiveLimit=0
 NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory=8000 State=UNKNOWN
 PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP
 PartitionName=closed Nodes={host} MaxTime=INFINITE State=DOWN
+PartitionName=proj42only Nodes={host} MaxTime=INFINITE State=UP AllowAccounts=proj42
 """
     )
 

@@ -102,6 +102,25 @@ def test_a_partition_slurm_does_not_know_is_refused_with_slurms_reason(slurm, st
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").glob("*.tif"))
 
 
+def test_an_account_the_partition_does_not_allow_ends_the_run_with_slurms_reason(
+    slurm, stack, tmp_path
+):
+    # With an accounting database (slurmdbd) `sbatch --test-only` refuses a wrong account at
+    # once, as it refuses a wrong partition above. This test cluster has none: SLURM takes
+    # the job and keeps it pending (it knows no account at all, so even an allowed one
+    # would pend), giving its reason, which the run reports.
+    config = _with_job_line(
+        _config(tmp_path, timeout=5), "queue: proj42only\n    account: someoneelse"
+    )
+    done = _run(config, env=slurm.env)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("error: no slurm job started a worker within cluster.timeout (5 s): ")
+    assert "pending in partition proj42only (Job's account not known" in line, line
+    assert "allows proj42" in line  # SLURM's own words
+    assert slurm.wait_for_no_jobs() == []
+
+
 def test_jobs_left_pending_past_the_timeout_end_the_run_naming_partition_and_reason(
     slurm, stack, tmp_path
 ):
