@@ -191,6 +191,10 @@ def _run_config(config: Any, options: RunOptions) -> None:
         progress=console.is_terminal and not console.quiet,
         wait=options.wait,
     )
+    if "distributed" not in sys.modules:  # its clients and loops close as they are collected
+        # At exit the interpreter collects over every module's objects once more (0.3-0.6 s
+        # after a small run); frozen, they are left to the end of the process.
+        atexit.register(gc.freeze)
     if options.json_output:
         click.echo(json.dumps(summary.as_dict()))
     if summary.failures:
@@ -220,12 +224,6 @@ def _pause_gc(ctx: click.Context) -> None:
     if gc.isenabled():
         gc.disable()
         ctx.call_on_close(gc.enable)
-
-
-# At exit the interpreter collects over every module's objects once more (0.3-0.6 s after
-# a run); frozen, they are left to the end of the process. Registered first, this runs
-# after every exit handler registered later.
-atexit.register(gc.freeze)
 
 
 def _plan_dict(work: Any) -> dict[str, Any]:

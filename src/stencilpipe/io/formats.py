@@ -87,9 +87,15 @@ class FrameReader(Protocol):
         ...
 
     def read_many(
-        self, path: str, indices: Sequence[int], storage_options: Options = None
+        self,
+        path: str,
+        indices: Sequence[int],
+        storage_options: Options = None,
+        out: Sequence[np.ndarray] | None = None,
     ) -> list[np.ndarray]:
-        """Decode frames ``indices`` of ``path``, opening it once."""
+        """Decode frames ``indices`` of ``path``, opening it once. A reader may decode a
+        frame straight into its array of ``out`` when it has that shape and dtype, and
+        return that very array."""
         ...
 
 
@@ -277,13 +283,18 @@ class Tiff:
         return self.read_many(path, [index], storage_options)[0]
 
     def read_many(
-        self, path: str, indices: Sequence[int], storage_options: Options = None
+        self,
+        path: str,
+        indices: Sequence[int],
+        storage_options: Options = None,
+        out: Sequence[np.ndarray] | None = None,
     ) -> list[np.ndarray]:
         # One parse of the file for all the frames of a chunk: a multi-page TIFF opened
         # once per frame is parsed as many times as it has frames.
         with open_binary(path, storage_options) as fh, tifffile.TiffFile(fh) as tif:
             pages = tif.series[0].pages
-            frames = [pages[i].asarray() for i in indices]
+            targets = out or [None] * len(indices)
+            frames = [_decode(pages[i], target) for i, target in zip(indices, targets)]
         return [frame.astype(_native(frame.dtype), copy=False) for frame in frames]
 
     def head(self, path: str, storage_options: Options = None) -> TiffDirectory | None:
@@ -337,6 +348,15 @@ class Tiff:
         )
 
 
+def _decode(page: Any, out: np.ndarray | None) -> np.ndarray:
+    """The pixels of a TIFF page, decoded into ``out`` when it fits (its shape and dtype):
+    no frame-sized array of its own to allocate, fill and copy."""
+    if out is not None and page.shape == out.shape and page.dtype == out.dtype:
+        page.asarray(out=out)
+        return out
+    return page.asarray()
+
+
 class Pillow:
     """PNG, JPEG and the other formats Pillow reads; writes PNG (lossless)."""
 
@@ -366,7 +386,11 @@ class Pillow:
         return Header(1, frame_shape, dtype)
 
     def read_many(
-        self, path: str, indices: Sequence[int], storage_options: Options = None
+        self,
+        path: str,
+        indices: Sequence[int],
+        storage_options: Options = None,
+        out: Sequence[np.ndarray] | None = None,
     ) -> list[np.ndarray]:
         return [self.read(path, index, storage_options) for index in indices]
 

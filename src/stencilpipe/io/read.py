@@ -225,13 +225,18 @@ class _Frames:
             places.append(where)
             indices.append(index)
         for path, (reader, places, indices) in files.items():
-            for where, frame in zip(places, self._read(reader, path, indices), strict=True):
-                block[where] = frame
+            targets = [block[where] for where in places]
+            frames = self._read(reader, path, indices, targets)
+            for where, target, frame in zip(places, targets, frames, strict=True):
+                if frame is not target:  # not decoded in place
+                    block[where] = frame
         return block[(slice(None),) * self._lead + key[self._lead :]]
 
-    def _read(self, reader: FrameReader, path: str, indices: list[int]) -> list[np.ndarray]:
+    def _read(
+        self, reader: FrameReader, path: str, indices: list[int], targets: list[np.ndarray]
+    ) -> list[np.ndarray]:
         try:
-            frames = reader.read_many(path, indices, self.storage_options)
+            frames = reader.read_many(path, indices, self.storage_options, targets)
         except Exception as exc:
             raise BadImageFile(path, f"cannot be decoded ({exc})") from None
         for frame in frames:

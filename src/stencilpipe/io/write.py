@@ -418,7 +418,7 @@ def plan_files(
         provenance=provenance,
         remote=remote,
         durability=durability,
-        concatenate=True,
+        concatenate=False,  # one block of whole frames: given as is, not copied into one
         dtype=np.int64,
         meta=np.empty(0, np.int64),
     )
@@ -465,7 +465,10 @@ def _write_frames(
 ) -> np.ndarray:
     """Write each frame of ``block`` whose ``plan`` entry is ``(path, inputs, tags)``, then
     its provenance record (each fsync'd first with ``durability="per-file"``); return bytes
-    per frame."""
+    per frame. ``block`` may come as ``[[block]]``: the lists of its one block along each
+    frame axis."""
+    while isinstance(block, list):
+        (block,) = block
     block = to_numpy(block)
     written = np.zeros(len(plan), np.int64)
     for i, entry in enumerate(plan):

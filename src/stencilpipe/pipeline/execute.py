@@ -199,9 +199,10 @@ def execute_here(
                     again = functools.partial(block.compute, scheduler=pool)
                     blocks.collect(i, again)
     if blocks.delayed:
-        if blocks.files:
+        if blocks.files:  # the temp files of failed blocks go, then one flush (finish's)
             write.finish().compute(scheduler=dask.get)
-        _flush(blocks.directory)
+        else:
+            _flush(blocks.directory)
     return blocks.outcome()
 
 

@@ -421,8 +421,9 @@ def run(
             _check_report_path(report, work)
         try:
             summary = _compute(config, work, locks, console, report, progress)
-        finally:
+        except BaseException:  # a run that ends early: a finished one cleaned up already
             remove_leftovers(work.write)
+            raise
     log.info(
         "summary: %d written, %d kept, %d recomputed as stale, %d as damaged, %d failed, "
         "%.2f s, output %s",
