@@ -3,13 +3,15 @@
 200 uint8 2048x2048 TIFFs (800 MiB) go through ``imsave(imread(src), dst)`` with no compute
 in between, against anchors on the same files: a plain Python loop of tifffile ``imread`` +
 ``imwrite`` per file, the same loop with an fsync per file (what ``durability: per-file``
-adds), and ``cp -r`` of the directory. stencilpipe writes each file under a temporary name,
+adds) or with one ``sync`` at the end (what the default adds), and ``cp -r`` of the
+directory. stencilpipe writes each file under a temporary name,
 renames it into place and records its checksum; by default (``durability: batch``) it
 flushes the file system once at the end instead of an fsync per file. The OME-Zarr output
 is set against zarr's own write of the same frames (tifffile reads, one chunk per frame).
 
 Targets (issue 16): ``imsave(imread())`` at most 1.3x the tifffile loop; OME-Zarr at most
-1.2x zarr's own write.
+1.2x zarr's own write. The rows run interleaved (each round runs every row once), best round
+each, and the machine's load is printed with them: ratios, not seconds, are what carries.
 
 Run: ``python benchmarks/io_speed.py`` (a few minutes, 4 GiB of free disk).
 """
@@ -21,8 +23,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -31,25 +31,13 @@ import zarr
 
 sys.path.insert(0, os.path.dirname(__file__))
 from common import print_table  # noqa: E402
+from side_by_side import interleaved, load  # noqa: E402
 
 from stencilpipe.io import imread, imsave  # noqa: E402
 
 FRAMES = int(os.environ.get("BENCH_FRAMES", 200))
 SIZE = 2048
 REPEAT = int(os.environ.get("BENCH_REPEAT", 3))
-
-
-def best_of(run: Callable[[Path], object], out: Path) -> float:
-    """Best wall time of ``run(out)`` over ``REPEAT`` runs after one warm-up, each one
-    into an empty ``out`` (emptied untimed)."""
-    times = []
-    for _ in range(REPEAT + 1):
-        shutil.rmtree(out, ignore_errors=True)
-        start = time.perf_counter()
-        run(out)
-        times.append(time.perf_counter() - start)
-    shutil.rmtree(out, ignore_errors=True)
-    return min(times[1:])
 
 
 def make_stack(folder: Path) -> list[Path]:
@@ -89,9 +77,12 @@ def main() -> None:
         def open_only(dst: Path) -> None:
             imread(src)
 
+        def tifffile_loop_sync(dst: Path) -> None:
+            tifffile_loop(dst)
+            os.sync()  # what stencilpipe's default durability adds: one flush at the end
+
         def ome_zarr(dst: Path) -> None:
             imsave(imread(src), dst.with_suffix(".ome.zarr"))
-            shutil.rmtree(dst.with_suffix(".ome.zarr"))
 
         def zarr_write(dst: Path) -> None:
             array = zarr.create_array(
@@ -100,17 +91,26 @@ def main() -> None:
             )  # fmt: skip
             for index, path in enumerate(paths):
                 array[index] = tifffile.imread(path)
-            shutil.rmtree(dst.with_suffix(".zarr"))
 
-        rows = [
-            ("cp -r", best_of(cp, out)),
-            ("tifffile loop (imread + imwrite)", best_of(tifffile_loop, out)),
-            ("tifffile loop + fsync per file", best_of(tifffile_loop_fsync, out)),
-            ("stencilpipe imsave(imread(src), dst)", best_of(stencilpipe, out)),
-            ("stencilpipe imread only (header scan)", best_of(open_only, out)),
-            ("zarr's own write (tifffile reads, chunk per frame)", best_of(zarr_write, out)),
-            ("stencilpipe imsave(imread(src), dst.ome.zarr)", best_of(ome_zarr, out)),
-        ]
+        def empty() -> None:
+            for each in (out, out.with_suffix(".zarr"), out.with_suffix(".ome.zarr")):
+                shutil.rmtree(each, ignore_errors=True)
+
+        candidates = {
+            "cp -r": cp,
+            "tifffile loop (imread + imwrite)": tifffile_loop,
+            "tifffile loop + fsync per file": tifffile_loop_fsync,
+            "tifffile loop + one sync at the end": tifffile_loop_sync,
+            "stencilpipe imsave(imread(src), dst)": stencilpipe,
+            "stencilpipe imread only (header scan)": open_only,
+            "zarr's own write (tifffile reads, chunk per frame)": zarr_write,
+            "stencilpipe imsave(imread(src), dst.ome.zarr)": ome_zarr,
+        }
+        rows = interleaved(
+            {name: lambda run=run: run(out) for name, run in candidates.items()},
+            rounds=REPEAT,
+            before=empty,
+        )
     mib = FRAMES * SIZE * SIZE / 2**20
     print_table(
         f"{FRAMES} uint8 {SIZE}x{SIZE} TIFFs ({mib:.0f} MiB), read + write", rows, rows[0][0]
@@ -119,6 +119,7 @@ def main() -> None:
     print_table("the same, against the plain tifffile loop", rows, rows[1][0])
     print()
     print_table("the same, against zarr's own write", rows, rows[-2][0])
+    print(f"\n{load()}")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +26,7 @@ import tifffile
 
 sys.path.insert(0, os.path.dirname(__file__))
 from common import print_table  # noqa: E402
+from side_by_side import interleaved, load  # noqa: E402
 
 MAX = int(os.environ.get("BENCH_MAX", 2000))
 LARGE = int(os.environ.get("BENCH_LARGE", 20000))
@@ -33,14 +34,9 @@ SIZE = (256, 256)
 COMMAND = [sys.executable, "-m", "stencilpipe"]
 
 
-def wall(args: list[str], cwd: Path, repeat: int = 3) -> float:
-    """Best wall time of the command ``args`` (from process start to exit) over ``repeat``."""
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        subprocess.run(args, cwd=cwd, check=True, capture_output=True)
-        best = min(best, time.perf_counter() - start)
-    return best
+def command(args: list[str], cwd: Path) -> Callable[[], object]:
+    """Runs the command ``args`` in ``cwd`` (timed from process start to exit)."""
+    return lambda: subprocess.run(args, cwd=cwd, check=True, capture_output=True)
 
 
 def make_frames(folder: Path, frames: int, shape=SIZE) -> Path:
@@ -54,14 +50,17 @@ def make_frames(folder: Path, frames: int, shape=SIZE) -> Path:
 def startup(tmp: Path) -> None:
     make_frames(tmp / "ten", 10)
     apply = [*COMMAND, "apply", "mean:size=3", "ten", "out", "--overwrite"]
-    subprocess.run(apply, cwd=tmp, check=True, capture_output=True)  # warm the kernel cache
-    rows = [
-        ("python -c pass", wall([sys.executable, "-c", "pass"], tmp)),
-        ("stencilpipe --help", wall([*COMMAND, "--help"], tmp)),
-        ("stencilpipe filters", wall([*COMMAND, "filters"], tmp)),
-        ("stencilpipe apply mean:size=3, 10 x 256x256 frames", wall(apply, tmp)),
-    ]
+    rows = interleaved(  # the untimed first round warms the kernel cache
+        {
+            "python -c pass": command([sys.executable, "-c", "pass"], tmp),
+            "stencilpipe --help": command([*COMMAND, "--help"], tmp),
+            "stencilpipe filters": command([*COMMAND, "filters"], tmp),
+            "stencilpipe apply mean:size=3, 10 x 256x256 frames": command(apply, tmp),
+        },
+        rounds=5,
+    )
     print_table("start-up, from process start to exit (targets: 0.3 s, 1.5 s)", rows, rows[0][0])
+    print(f"\n{load()}")
 
 
 #: The command on threads of its own process at any size (``IN_PROCESS_FRAMES`` lifted).
@@ -90,14 +89,15 @@ def crossover(tmp: Path) -> None:
             (source / f"f{i:05d}.tif").symlink_to(tmp / "many" / f"f{i:05d}.tif")
         config = tmp / f"run{frames}.yaml"
         config.write_text(f"input: {source.name}\noutput: out/\nstages: [mean: {{size: 3}}]\n")
-        rows = []
+        runs = {}
         for name, cluster in CLUSTERS.items():
             sets = [arg for item in cluster for arg in ("--set", item)]
             start = THREADS if not cluster else COMMAND
-            args = [*start, "run", config.name, "--overwrite", *sets]
-            rows.append((name, wall(args, tmp, repeat=2)))
+            runs[name] = command([*start, "run", config.name, "--overwrite", *sets], tmp)
+        rows = interleaved(runs, rounds=2)
         print_table(f"stencilpipe run, {frames} x 256x256 frames, process start to exit",
                     rows, rows[0][0])  # fmt: skip
+        print(f"\n{load()}")
 
 
 def large(tmp: Path) -> None:
@@ -142,6 +142,7 @@ print(graph, shown[0], advanced[0], total, me, children)
     print(f"- its first advance (a block done), from process start: {float(advanced):.2f} s")
     print(f"- whole run, from process start: {float(total):.2f} s")
     print(f"- peak RSS: client {float(rss):.0f} MiB, largest child {float(children):.0f} MiB")
+    print(f"- {load()}")
 
 
 def main() -> None:
