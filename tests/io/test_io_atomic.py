@@ -104,6 +104,27 @@ def test_batch_durability_flushes_once_when_the_run_ends(tmp_path, disk_calls):
     assert [(tmp_path / name).read_bytes() for name in "abc"] == [b"data"] * 3
 
 
+def test_a_write_flushes_its_file_system_once_for_its_outputs_and_their_records(
+    tmp_path, disk_calls
+):
+    """imsave writes the outputs and their provenance records (two folders on one file
+    system): one syncfs at the end, after which both folders are fsync'd (each flush waits
+    for all that any process dirtied, so one per folder cost twice)."""
+    import dask.array as da
+
+    import stencilpipe as sp
+
+    frames = np.arange(3 * 8 * 8, dtype=np.uint8).reshape(3, 8, 8)
+    sp.imsave(da.from_array(frames, chunks=(1, 8, 8)), tmp_path / "out")
+    out, records = str(tmp_path / "out"), str(tmp_path / "out" / ".stencilpipe" / "records")
+    syncs = [i for i, (kind, _) in enumerate(disk_calls) if kind == "syncfs"]
+    assert [disk_calls[i] for i in syncs] == [("syncfs", out)]
+    last_rename = max(i for i, (kind, _) in enumerate(disk_calls) if kind == "replace")
+    assert syncs[0] > last_rename  # after every output and record is in place
+    assert ("fsync", records) in disk_calls and disk_calls[-1] == ("fsync", out)
+    assert len(os.listdir(records)) == 3
+
+
 def test_zarr_store_creation_runs_once_per_run(tmp_path):
     """A creation task that runs again in the same run keeps the chunks written since."""
     layout = _Layout(

@@ -114,37 +114,48 @@ def remove_stale_temps(directory: str | os.PathLike[str], keep: Collection[str])
     return _remove_temps(directory, lambda owner: owner not in keep)
 
 
-def remove_own_temps(directory: str | os.PathLike[str], run: str) -> int:
+def remove_own_temps(
+    directory: str | os.PathLike[str], run: str, *, whole_file_system: bool = True
+) -> int:
     """The last step of ``run``'s write into ``directory``, once none of its writes is
-    running: delete the temporary files it left, then :func:`flush` what it wrote.
+    running: delete the temporary files it left, then :func:`flush` what it wrote
+    (``whole_file_system`` as there).
 
     The temporary files are left by processes killed mid-write (a lost worker); returns
     how many.
     """
     removed = _remove_temps(directory, lambda owner: owner == run)
     if os.path.isdir(directory):
-        flush(directory)
+        flush(directory, whole_file_system=whole_file_system)
     return removed
 
 
-def flush(directory: str | os.PathLike[str]) -> None:
+def flush(directory: str | os.PathLike[str], *, whole_file_system: bool = True) -> None:
     """Make the files written into ``directory``, and their renames, durable at once.
 
     One ``syncfs`` of the directory's file system where the C library has it (Linux), else
     ``sync``; then an fsync of the directory itself. On a file system shared by several
-    hosts, each host flushes what it wrote (run this on every worker).
+    hosts, each host flushes what it wrote (run this on every worker). Without
+    ``whole_file_system`` only the directory is fsync'd: for a folder whose files a
+    later flush of the same file system makes durable (one syncfs per write, not one per
+    folder: each waits for everything any process dirtied meanwhile).
     """
     fd = os.open(directory, os.O_RDONLY)
     try:
-        syncfs = _syncfs()
-        if syncfs is None:
-            os.sync()
-        elif syncfs(fd) != 0:
-            code = ctypes.get_errno()
-            raise OSError(code, os.strerror(code), os.fspath(directory))
+        if whole_file_system:
+            _sync_file_system(fd, directory)
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _sync_file_system(fd: int, directory: str | os.PathLike[str]) -> None:
+    syncfs = _syncfs()
+    if syncfs is None:
+        os.sync()
+    elif syncfs(fd) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code), os.fspath(directory))
 
 
 @functools.cache

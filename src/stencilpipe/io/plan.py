@@ -129,8 +129,10 @@ def lazy_report(
 
 
 def _remove_own_temps(directory: str, run: str) -> int:
-    """Remove the temporary files (outputs and records) that ``run`` left in ``directory``."""
-    return remove_own_temps(directory, run) + remove_own_temps(records_dir(directory), run)
+    """Remove the temporary files (outputs and records) that ``run`` left in ``directory``,
+    then flush both folders' files with one flush of their file system (the last one)."""
+    records = remove_own_temps(records_dir(directory), run, whole_file_system=False)
+    return records + remove_own_temps(directory, run)
 
 
 def _cleaned_up(report: WriteReport, directory: str, run: str) -> WriteReport:
