@@ -18,11 +18,16 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)  ## set up, then run the main job on a sample stack
 	$(VENV)/bin/stencilpipe demo
 
+# Dask workers the tests start (here and in their subprocesses) keep their scratch space in
+# a folder of this run, removed at its end, not in the shared /tmp/dask-scratch-space.
+IN_SCRATCH = scratch=$$(mktemp -d) && DASK_TEMPORARY_DIRECTORY=$$scratch
+END_SCRATCH = status=$$?; rm -rf $$scratch; exit $$status
+
 test: $(STAMP)  ## set up, then run the test suite (all but the ported peer suites)
-	$(PY) -m pytest -q -n 2 -m "not peer"
+	$(IN_SCRATCH) $(PY) -m pytest -q -n 2 -m "not peer"; $(END_SCRATCH)
 
 test-peer: $(STAMP)  ## set up, then run scipy's and dask-image's ported filter tests
-	$(PY) -m pytest -q -n 2 tests/peer
+	$(IN_SCRATCH) $(PY) -m pytest -q -n 2 tests/peer; $(END_SCRATCH)
 
 bench: $(STAMP)  ## set up, then print the benchmark ratios
 	$(PY) benchmarks/run.py
