@@ -146,3 +146,28 @@ def test_dask_halo_paths(scheduler):
             assert overlap == (scheduler == "processes")
             assert len(lazy.dask.layers[lazy.name]) == lazy.npartitions
             np.testing.assert_array_equal(lazy.compute(scheduler="sync"), expected)
+
+
+BIG_WINDOWS = [(7, 7), (6, 5), (13, 13), (3, 3, 3), (4, 5, 3)]
+
+
+@pytest.mark.parametrize("mode", ["reflect", "constant", "nearest", "mirror"])
+@pytest.mark.parametrize("dtype", ["uint8", "uint16", "float32"])
+def test_big_box_windows(mode, dtype):
+    """Boxes above 25 elements run the window loops (a selection network run as data, or a
+    sliding histogram for 8/16-bit boxes above 150 elements; wrap keeps its network):
+    scipy's values, on frames smaller than the window too."""
+    for size in BIG_WINDOWS:
+        x = sample(dtype, len(size), seed=len(size) + size[0])
+        for operation, args in [("median_filter", ()), ("rank_filter", (3,))]:
+            kwargs = {"size": size, "mode": mode, "cval": 5}
+            assert_same(*both(operation, x, *args, **kwargs))
+        kwargs = {"size": size, "mode": mode, "cval": 5}
+        assert_same(*both("percentile_filter", x, 80, origin=1, **kwargs))
+
+
+def test_big_box_windows_on_dask():
+    x = sample("uint16", 3)
+    for size in [(3, 3, 3), (5, 5, 5)]:
+        expected = ndi.median_filter(x, size=size)
+        assert_dask_same(ndf.median_filter, x, expected, size=size)

@@ -159,10 +159,15 @@ class RankWindow:
         The window's reach before and after each element, per core axis.
     rank : int
         0 for the minimum, ``size // 2`` for the median (upper, for even sizes).
+    network : tuple of (int, int), optional
+        The compare-exchanges of a selection network for ``rank`` over the window's
+        values in C order: run as data (:func:`.window_kernels.rank_network`), whatever
+        the dtype. Without one, a sliding histogram for 8/16-bit data, else quickselect.
     """
 
     reach: tuple[tuple[int, int], ...]
     rank: int
+    network: tuple[tuple[int, int], ...] | None = None
 
     name = "rank_window"
     dtype = None  # the input's
@@ -188,9 +193,12 @@ class RankWindow:
         reach = (b0, b0 + 1 + a0, b1, b1 + 1 + a1, bn)
         code = MODE_CODES[mode]
         kn = sizes[-1]
-        if dtype.itemsize <= 2 and dtype.kind in "iub":
+        if self.network is not None:
+            extra: tuple = (np.array(self.network, np.intp).reshape(-1, 2),)
+            loop = loops.rank_network
+        elif dtype.itemsize <= 2 and dtype.kind in "iub":
             low = int(np.iinfo(dtype).min) if dtype.kind in "iu" else 0
-            extra: tuple = (low, 4 * dtype.itemsize)
+            extra = (low, 4 * dtype.itemsize)
             loop = loops.rank_histogram
         else:
             extra = ()
