@@ -9,9 +9,8 @@ import zarr
 from dask.utils import parse_bytes
 
 from dask_processes import DaskProcesses
-from test_cli import cli
-
 from stencilpipe.pipeline.sizing import TASK_MEMORY_FACTOR, frames_per_chunk
+from test_cli import cli
 
 FRAME = (2048, 2048)
 
