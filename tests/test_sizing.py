@@ -96,7 +96,7 @@ def test_chunks_auto_fits_a_workers_memory(tmp_path):
     from stencilpipe.pipeline import parse_config
     from stencilpipe.pipeline.run import Workers, plan
 
-    stack = write_stack(tmp_path / "in", frames=48)  # balanced: 6 per chunk; memory: 4
+    stack = write_stack(tmp_path / "in", frames=96)  # balanced: 6 per chunk; memory: 4
     config = parse_config(
         {"input": "in/*.tif", "output": "out/", "stages": [{"mean": {"size": 3}}]},
         base_dir=tmp_path,

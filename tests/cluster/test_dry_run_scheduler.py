@@ -66,9 +66,9 @@ def test_dry_run_balances_over_the_schedulers_threads_and_refuses_a_worker_too_s
     finally:
         processes.stop()
     assert balanced.returncode == 0, balanced.stdout + balanced.stderr
-    # 40 frames over 3 threads, 4 chunks each: 4 frames per chunk (the config's default
-    # cluster of 2 threads would give 5).
-    assert json.loads(balanced.stdout)["estimate"]["chunk_shape"] == [4, *FRAME]
+    # 40 frames over 3 threads, 8 chunks each: 2 frames per chunk (the config's default
+    # cluster of 2 threads would give 3).
+    assert json.loads(balanced.stdout)["estimate"]["chunk_shape"] == [2, *FRAME]
     assert refused.returncode == 2, refused.stdout + refused.stderr
     lines = refused.stderr.strip().splitlines()
     assert len(lines) == 1, refused.stderr

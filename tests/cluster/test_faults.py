@@ -373,7 +373,7 @@ def test_an_input_that_turns_unreadable_mid_run_fails_only_its_own_frame(tmp_pat
     after the run has read the headers and submitted its tasks, before any worker exists."""
     from distributed import Client
 
-    inputs = make_inputs(tmp_path, frames=16, shape=(64, 80))
+    inputs = make_inputs(tmp_path, frames=32, shape=(64, 80))
     config = write_config(tmp_path)
     run = start("run", str(config), "--address", lone_scheduler.address, cwd=tmp_path)
     try:

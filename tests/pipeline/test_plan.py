@@ -25,12 +25,12 @@ def config_for(tmp_path, output="out", stages=("mean",), **keys):
 
 
 def test_auto_chunks_give_every_worker_thread_several_chunks(tmp_path):
-    write_stack(tmp_path / "in", 10)
+    write_stack(tmp_path / "in", 20)
     config = config_for(tmp_path, cluster={"n_workers": 2, "threads_per_worker": 1})
     work = plan(config)
-    assert max(work.stack.chunks[0]) == 2  # ceil(10 frames / (4 chunks x 2 threads))
+    assert max(work.stack.chunks[0]) == 2  # ceil(20 frames / (8 chunks x 2 threads))
     assert not (tmp_path / "out").exists()
-    assert "10 frames" in work.describe() and "mean" in work.describe()
+    assert "20 frames" in work.describe() and "mean" in work.describe()
 
 
 def test_integer_chunks_are_frames_per_chunk(tmp_path):
