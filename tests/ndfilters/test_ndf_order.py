@@ -151,11 +151,11 @@ def test_dask_halo_paths(scheduler):
 BIG_WINDOWS = [(7, 7), (6, 5), (13, 13), (3, 3, 3), (4, 5, 3)]
 
 
-@pytest.mark.parametrize("mode", ["reflect", "constant", "nearest", "mirror"])
+@pytest.mark.parametrize("mode", ["reflect", "constant", "nearest", "mirror", "wrap"])
 @pytest.mark.parametrize("dtype", ["uint8", "uint16", "float32"])
 def test_big_box_windows(mode, dtype):
     """Boxes above 25 elements run the window loops (a selection network run as data, or a
-    sliding histogram for 8/16-bit boxes above 150 elements; wrap keeps its network):
+    sliding histogram for 8/16-bit boxes above 150 elements; wrap over a padded copy):
     scipy's values, on frames smaller than the window too."""
     for size in BIG_WINDOWS:
         x = sample(dtype, len(size), seed=len(size) + size[0])
@@ -171,3 +171,62 @@ def test_big_box_windows_on_dask():
     for size in [(3, 3, 3), (5, 5, 5)]:
         expected = ndi.median_filter(x, size=size)
         assert_dask_same(ndf.median_filter, x, expected, size=size)
+
+
+def disk(radius: int) -> np.ndarray:
+    yy, xx = np.mgrid[-radius : radius + 1, -radius : radius + 1]
+    return yy**2 + xx**2 <= radius**2
+
+
+#: Footprints above 25 elements: a disk (one run per line), rings (two runs on some
+#: lines; the big one above 150 elements, where 8/16-bit data slide a histogram), a ball
+#: with a hole.
+BIG_FOOTPRINTS = [
+    disk(7),
+    disk(4) & ~np.pad(disk(2), 2),
+    disk(9) & ~np.pad(disk(3), 6),
+    np.pad(ndi.generate_binary_structure(3, 2), 1, constant_values=True),
+]
+
+
+@pytest.mark.parametrize("mode", ["reflect", "constant", "nearest", "mirror", "wrap"])
+@pytest.mark.parametrize("dtype", ["uint8", "int16", "float32"])
+def test_big_footprints(mode, dtype):
+    """Footprints above 25 elements run the window loops over the runs (histogram) or
+    places (network) of the footprint in its box: scipy's values, exactly."""
+    for footprint in BIG_FOOTPRINTS:
+        tiles = [sample(dtype, footprint.ndim, seed=seed) for seed in range(4)]
+        row = np.concatenate(tiles, -1)
+        x = np.concatenate([row, row[::-1]], 0)
+        count = int(footprint.sum())
+        for operation, args in [
+            ("median_filter", ()),
+            ("rank_filter", (count - 2,)),
+            ("minimum_filter", ()),
+            ("percentile_filter", (30,)),
+        ]:
+            kwargs = {"footprint": footprint, "mode": mode, "cval": 5}
+            np.testing.assert_array_equal(*both(operation, x, *args, **kwargs))
+
+
+@pytest.mark.parametrize("mode", ["reflect", "constant", "wrap", "mirror"])
+@pytest.mark.parametrize("dtype", ["uint8", "float32", "int64"])
+def test_long_box_extrema(mode, dtype):
+    """Box minima and maxima longer than 3 along an axis run van Herk/Gil-Werman passes
+    (wrap over a padded copy), windows longer than the array and shifted by origin too."""
+    x = sample(dtype, 3)
+    for size, origin in [(15, 0), ((5, 4, 9), 1), ((6, 40, 3), -1)]:
+        for operation in ("minimum_filter", "maximum_filter"):
+            kwargs = {"size": size, "mode": mode, "cval": 7, "origin": origin}
+            np.testing.assert_array_equal(*both(operation, x, **kwargs))
+
+
+def test_wrap_windows_on_dask():
+    """Wrap over chunks: each block's halo comes from the far end, the window loops then
+    read a padded copy of the block."""
+    x = sample("uint16", 2)
+    for kwargs in [{"size": 7}, {"footprint": disk(3)}]:
+        expected = ndi.median_filter(x, mode="wrap", **kwargs)
+        assert_dask_same(ndf.median_filter, x, expected, mode="wrap", **kwargs)
+    expected = ndi.maximum_filter(x, size=(9, 5), mode="wrap")
+    assert_dask_same(ndf.maximum_filter, x, expected, size=(9, 5), mode="wrap")

@@ -124,12 +124,25 @@ class Pass:
         (``across``), its loops running along the contiguous ``after`` (a 1-D kernel over
         a strided axis does not vectorise: 2-3x slower). Two compiled kernels serve every
         axis and dimensionality. None for a kernel with one index per axis of the array.
+    pads_wrap : bool
+        Under ``wrap``, run on NumPy arrays as the stencil under ``nearest`` over a copy
+        padded by wrapping, cropped: the stencil's CPU passes (:mod:`..stencils.windows`,
+        compiled once per dtype) then serve wrap too, where the stencil itself would run its
+        per-point kernel (a 15x15 median's: minutes of compiling).
     """
 
-    def __init__(self, build: Callable[..., Stencil], mode: Any, axis: int | None = None):
+    def __init__(
+        self,
+        build: Callable[..., Stencil],
+        mode: Any,
+        axis: int | None = None,
+        *,
+        pads_wrap: bool = False,
+    ):
         self.build = build
         self.mode = filter_mode(mode)
         self.axis = axis
+        self.pads_wrap = pads_wrap
 
 
 def _fits(cval: Any, dtype: np.dtype) -> bool:
@@ -156,15 +169,35 @@ def run_passes(array: Any, passes: Sequence[Pass], dtypes: Dtypes, cval: Any) ->
     for step, stencil, reads in _built(result.dtype, passes, cval, result.ndim):
         if result.dtype != reads:
             result = result.astype(reads)
-        options = dict(boundary=step.mode, cval=cval if step.mode == "constant" else 0)
-        if step.axis is None or step.axis == result.ndim - 1:
-            result = stencil(result, channel_axis=None, **options)
+        if step.mode == "wrap" and step.pads_wrap and isinstance(result, np.ndarray):
+            result = _wrapped(step, stencil, result)
         else:
-            shape, axis = result.shape, step.axis
-            lines = (math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1 :]))
-            viewed = stencil(result.reshape(lines), channel_axis=None, **options)
-            result = viewed.reshape(shape)
+            result = _run(step, stencil, result, step.mode, cval)
     return result
+
+
+def _run(step: Pass, stencil: Stencil, array: Any, mode: str, cval: Any) -> Any:
+    """One pass's ``stencil`` over ``array`` under ``mode``."""
+    options = dict(boundary=mode, cval=cval if mode == "constant" else 0)
+    if step.axis is None or step.axis == array.ndim - 1:
+        return stencil(array, channel_axis=None, **options)
+    shape, axis = array.shape, step.axis
+    lines = (math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1 :]))
+    return stencil(array.reshape(lines), channel_axis=None, **options).reshape(shape)
+
+
+def _wrapped(step: Pass, stencil: Stencil, array: np.ndarray) -> np.ndarray:
+    """``stencil`` under ``wrap`` as it runs under ``nearest`` over ``array`` padded by
+    wrapping (by its halo along the axes it filters, see :attr:`Pass.pads_wrap`), cropped."""
+    if step.axis is None:
+        halo = list(stencil.halo)
+    else:
+        halo = [(0, 0)] * array.ndim
+        halo[step.axis] = stencil.halo[0]
+    padded = np.pad(array, halo, mode="wrap")
+    result = _run(step, stencil, padded, "nearest", 0)
+    crop = tuple(slice(before, before + n) for (before, _), n in zip(halo, array.shape))
+    return np.ascontiguousarray(result[crop])
 
 
 def _built(dtype: np.dtype, passes: Sequence[Pass], cval: Any, ndim: int):

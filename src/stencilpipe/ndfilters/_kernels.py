@@ -17,7 +17,7 @@ import numpy as np
 
 from ..library import _big_median, _from_source, _selection_network
 from ..stencils import Stencil
-from ..stencils.windows import RankWindow
+from ..stencils.windows import ExtremumPass, RankWindow
 from ._casting import store_lines
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "uniform1d_kernel",
     "binary_kernel",
     "rank_kernel",
+    "window_extremum_kernel",
     "window_rank_kernel",
     "store_kernel",
     "structured_kernel",
@@ -156,28 +157,40 @@ def rank_kernel(
     return _kernel("rank", [*body, f"    t = np.float64({result})"], store)
 
 
-#: 8- and 16-bit windows of more elements than this select with a sliding histogram, others
-#: with a selection network run as data. Measured (512x512 frames, (32, 128, 128) stacks,
-#: 2 threads, loaded machine; network / histogram): uint8 9x9 6.7 / 12 ms, 15x15 24 / 16,
-#: 7x7x7 188 / 81; uint16 9x9 12 / 30, 5x5x5 68 / 133, 15x15 58 / 33. Other dtypes always
-#: take the network (float32 15x15: 123 ms against 1.1 s for quickselect).
-HISTOGRAM_ABOVE = 150
-
-
 @functools.lru_cache(maxsize=64)
-def window_rank_kernel(window: tuple[tuple[int, int], ...], rank: int, store: np.dtype) -> Stencil:
-    """The ``rank``-th smallest value over a box ``window`` ((first, last) offset per axis, up
-    to 3 axes), for an input of dtype ``store``: the CPU runs a window loop of
-    :mod:`stencilpipe.stencils.windows`, compiled once per dtype whatever the window (a
-    selection network run as data, or a sliding histogram for big 8/16-bit windows, see
-    :data:`HISTOGRAM_ABOVE`); the GPU a counting kernel."""
-    made = _big_median(list(window), rank, {"dtype": store})
-    size = math.prod(last - first + 1 for first, last in window)
-    if store.kind in "biu" and store.itemsize <= 2 and size > HISTOGRAM_ABOVE:
-        return made
-    (step,) = made.passes["cpu"]
-    pairs = tuple(_selection_network(size, rank))
-    made.passes = {"cpu": (RankWindow(step.reach, rank, pairs),)}
+def window_rank_kernel(offsets: tuple[Offset, ...], rank: int, store: np.dtype) -> Stencil:
+    """The ``rank``-th smallest value over ``offsets`` (up to 3 axes), for an input of dtype
+    ``store``: the CPU runs a window loop of :mod:`stencilpipe.stencils.windows`, compiled
+    once per dtype whatever the window (a selection network run as data, or a sliding
+    histogram for big 8/16-bit windows); the GPU a counting kernel for a box, else
+    :func:`rank_kernel`'s."""
+    places = np.array(offsets)
+    first, last = places.min(0), places.max(0)
+    window = [(int(f), int(la)) for f, la in zip(first, last)]
+    shape = tuple(last - first + 1)
+    if math.prod(shape) == len(offsets):
+        made = _big_median(window, rank, {"dtype": store})
+        points = None
+    else:
+        made = rank_kernel.__wrapped__(offsets, rank, store, False)
+        points = tuple(int(p) for p in np.ravel_multi_index(tuple((places - first).T), shape))
+    reach = tuple((-f, la) for f, la in window)
+    made.passes = {"cpu": (RankWindow(reach, rank, points),)}
+    return made
+
+
+@functools.lru_cache(maxsize=128)
+def window_extremum_kernel(
+    offsets: tuple[Offset, ...], largest: bool, store: np.dtype, across: bool = False
+) -> Stencil:
+    """The minimum (or maximum) over 1-D ``offsets`` (consecutive) along a line (see
+    :func:`_line_read`), for an input of dtype ``store``: the CPU runs van Herk/Gil-Werman
+    (:class:`stencilpipe.stencils.windows.ExtremumPass`, compiled once per dtype whatever
+    the window's length and mode), the GPU :func:`rank_kernel`'s chain."""
+    line = tuple((k, 0) for (k,) in offsets) if across else offsets
+    made = rank_kernel.__wrapped__(line, len(offsets) - 1 if largest else 0, store, False)
+    before, after = -offsets[0][0], offsets[-1][0]
+    made.passes = {"cpu": (ExtremumPass(0, before, after, largest, 2 if across else 1),)}
     return made
 
 

@@ -28,7 +28,7 @@ from ._apply import (
     run_passes,
 )
 from ._correlate import axis_index, window_origin
-from ._kernels import Offset, rank_kernel, window_rank_kernel
+from ._kernels import Offset, rank_kernel, window_extremum_kernel, window_rank_kernel
 
 __all__ = [
     "maximum_filter",
@@ -52,27 +52,20 @@ def _line(size: int, origin: int) -> tuple[Offset, ...]:
     return tuple((k - size // 2 - origin,) for k in range(size))
 
 
-#: Box windows of more elements than this select their rank with the window loops
-#: (:func:`._kernels.window_rank_kernel`, compiled once per dtype) instead of a selection
-#: network written out per window, where the input is read as stored and the mode is not
-#: wrap (the windows' per-point counting kernel, which wrap would run, compiles for 20-70 s
-#: for 3-D or 13x13 windows). Measured on a loaded 2-core machine, first call on an
-#: empty cache / run, 512x512 frames: written-out network 5x5 uint16 11 s / 2.8 ms, 7x7
-#: float32 17 s / 6.2 ms, 3x3x3 uint16 (32x128x128) 13 s / 10 ms; the network run as data
+#: Windows of more elements than this (up to 3 axes, any footprint) select their rank with
+#: the window loops (:func:`._kernels.window_rank_kernel`, compiled once per dtype) instead
+#: of a selection network written out per window, where the input is read as stored.
+#: Measured on a loaded 2-core machine, first call on an empty cache / run, 512x512
+#: frames: written-out network 5x5 uint16 11 s / 2.8 ms, 7x7 float32 17 s / 6.2 ms, 3x3x3
+#: uint16 (32x128x128) 13 s / 10 ms, 9x9 float32 under wrap 24 s; the network run as data
 #: 3.5 s / 2.4 ms, 3.2 s / 9.0 ms, 0.2 s (loop already compiled for uint16) / 4.8 ms.
 WINDOW_RANK_ABOVE = 25
 
 
-def _window(offsets: tuple[Offset, ...]) -> tuple[tuple[int, int], ...] | None:
-    """The box's (first, last) offset per axis when ``offsets`` fill a box of more than
-    :data:`WINDOW_RANK_ABOVE` elements (up to 3 axes), else None."""
-    if len(offsets) <= WINDOW_RANK_ABOVE or len(offsets[0]) > 3:
-        return None
-    places = np.array(offsets)
-    first, last = places.min(0), places.max(0)
-    if np.prod(last - first + 1) != len(offsets):
-        return None
-    return tuple((int(f), int(la)) for f, la in zip(first, last))
+#: Box minima and maxima longer than this along an axis run van Herk/Gil-Werman
+#: (:func:`._kernels.window_extremum_kernel`, compiled once per dtype) instead of a chain
+#: of ``min`` written out per length and mode.
+EXTREMUM_PASS_ABOVE = 3
 
 
 def _rank_pass(
@@ -81,20 +74,25 @@ def _rank_pass(
     """A pass selecting ``rank`` over ``offsets``, cast to ``store`` unless it reads it; with
     ``axis``, a line pass over 1-D ``offsets`` (see :class:`._apply.Pass`)."""
     if axis is None:
-        window = _window(offsets) if filter_mode(mode) != "wrap" else None
+        window = len(offsets) > WINDOW_RANK_ABOVE and len(offsets[0]) <= 3
 
         def build_nd(dtype: np.dtype) -> Any:
-            if window is not None and dtype == store:
-                return window_rank_kernel(window, rank, store)
+            if window and dtype == store:
+                return window_rank_kernel(offsets, rank, store)
             return rank_kernel(offsets, rank, store, dtype != store)
 
-        return Pass(build_nd, mode)
+        # Under wrap the window loops read a padded copy (see Pass).
+        return Pass(build_nd, mode, pads_wrap=window)
+
+    extremum = rank in (0, len(offsets) - 1) and len(offsets) > EXTREMUM_PASS_ABOVE
 
     def build(dtype: np.dtype, across: bool) -> Any:
+        if extremum and dtype == store:
+            return window_extremum_kernel(offsets, rank > 0, store, across)
         line = tuple((k, 0) for (k,) in offsets) if across else offsets
         return rank_kernel(line, rank, store, dtype != store)
 
-    return Pass(build, mode, axis)
+    return Pass(build, mode, axis, pads_wrap=extremum)
 
 
 def _separable(array, sizes, origins, modes, axes, output, cval, minimum: bool, name: str):

@@ -3,9 +3,9 @@
 Their cost grows slowly with the window, where a per-point kernel's grows with its
 area: a minimum or maximum is one pass per axis of van Herk/Gil-Werman (three
 comparisons per element whatever the window's length); a rank (the median) slides a
-histogram along each line for 8-bit data, as OpenCV's ``medianBlur`` does (2 updates
-per window row and step), and selects from the window's values for other dtypes
-(quickselect, linear in the window's area). None of them is specialised on the
+histogram along each line for 8/16-bit data, as OpenCV's ``medianBlur`` does (2 updates
+per window row and step), and runs a selection network, given as data, over blocks of
+points for other dtypes. None of them is specialised on the
 window's size, so each compiles once per dtype, in about a second.
 
 :mod:`.windows` loads this file as a generated module (:func:`.modules.load_module`),
@@ -221,83 +221,35 @@ def gather(x, b, i0, i1, reach, mode, cval, values):
                 values[q, r] = cval if j < 0 else x[b, j0, j1, j]
 
 
-@inline
-def select(values, rank):
-    """The value of ``rank`` in sorted order; reorders ``values`` (Hoare's quickselect)."""
-    lo, hi = 0, values.size - 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if values[mid] < values[lo]:
-            values[mid], values[lo] = values[lo], values[mid]
-        if values[hi] < values[lo]:
-            values[hi], values[lo] = values[lo], values[hi]
-        if values[hi] < values[mid]:
-            values[hi], values[mid] = values[mid], values[hi]
-        pivot = values[mid]
-        i, j = lo, hi
-        while i <= j:
-            while values[i] < pivot:
-                i += 1
-            while pivot < values[j]:
-                j -= 1
-            if i <= j:
-                values[i], values[j] = values[j], values[i]
-                i += 1
-                j -= 1
-        if rank <= j:
-            hi = j
-        elif rank >= i:
-            lo = i
-        else:
-            break
-    return values[rank]
-
-
-@jit
-def rank_select(x, out, cval, first, last, reach, kn, rank, mode, to):
-    """``out[b, i0, i1, i]`` = the value of ``rank`` among the box window around it.
-
-    ``x`` and ``out`` are ``(batch, a0, a1, n)``; rows ``t = b * a0 + i0`` in
-    ``[first, last)``; ``reach`` is ``(before0, size0, before1, size1, before_n)``
-    and ``kn`` the window's size along the last axis.
-    """
-    a0, a1, n = x.shape[1], x.shape[2], x.shape[3]
-    lines = reach[1] * reach[3]
-    values = np.empty((lines, n + kn - 1), x.dtype)
-    window = np.empty(lines * kn, x.dtype)
-    for t in range(first, last):
-        b, i0 = t // a0, t % a0
-        for i1 in range(a1):
-            gather(x, b, i0, i1, reach, mode, cval, values)
-            for i in range(n):
-                for q in range(lines):
-                    copy(values[q, i : i + kn], window[q * kn : (q + 1) * kn])
-                out[b, i0, i1, i] = store_as(select(window, rank), to)
-
-
 #: Points of a row that :func:`rank_network` sorts together (its buffer stays in L1).
 NETWORK_BLOCK = 128
 
 
 @jit
-def rank_network(x, out, cval, first, last, reach, kn, rank, mode, to, pairs):
-    """As :func:`rank_select`, by a selection network given as data: ``pairs`` (the
-    compare-exchanges, ``(count, 2)``) run in a loop, each over a block of a row's points at
-    once, which vectorises. Compiled once per dtype whatever the network, where a network
-    written out per window compiles for 10-25 s (7x7) and runs about as fast."""
+def rank_network(x, out, cval, first, last, reach, kn, rank, mode, to, points, pairs):
+    """``out[b, i0, i1, i]`` = the value of ``rank`` among the window around it, by a
+    selection network given as data.
+
+    ``x`` and ``out`` are ``(batch, a0, a1, n)``; rows ``t = b * a0 + i0`` in
+    ``[first, last)``; ``reach`` is ``(before0, size0, before1, size1, before_n)`` of the
+    box holding the window, ``kn`` the box's size along the last axis, ``points`` the
+    window's places in the box (flat, C order). ``pairs`` (the compare-exchanges,
+    ``(count, 2)``) run in a loop, each over a block of a row's points at once, which
+    vectorises. Compiled once per dtype whatever the network, where a network written
+    out per window compiles for 10-25 s (7x7) and runs about as fast."""
     a0, a1, n = x.shape[1], x.shape[2], x.shape[3]
     lines = reach[1] * reach[3]
     values = np.empty((lines, n + kn - 1), x.dtype)
-    work = np.empty((lines * kn, NETWORK_BLOCK), x.dtype)
+    work = np.empty((points.size, NETWORK_BLOCK), x.dtype)
     for t in range(first, last):
         b, i0 = t // a0, t % a0
         for i1 in range(a1):
             gather(x, b, i0, i1, reach, mode, cval, values)
             for start in range(0, n, NETWORK_BLOCK):
                 m = min(NETWORK_BLOCK, n - start)
-                for q in range(lines):
-                    for r in range(kn):
-                        copy(values[q, start + r : start + r + m], work[q * kn + r, :m])
+                for k in range(points.size):
+                    q, r = points[k] // kn, points[k] % kn
+                    copy(values[q, start + r : start + r + m], work[k, :m])
                 for p in range(pairs.shape[0]):
                     low, high = work[pairs[p, 0]], work[pairs[p, 1]]
                     for i in range(m):
@@ -314,11 +266,13 @@ def count(fine, coarse, shift, bin, step):
 
 
 @jit
-def rank_histogram(x, out, cval, first, last, reach, kn, rank, mode, to, low, shift):
-    """As :func:`rank_select`, for 8- and 16-bit values: a histogram of the window slides
+def rank_histogram(x, out, cval, first, last, reach, kn, rank, mode, to, runs, low, shift):
+    """As :func:`rank_network`, for 8- and 16-bit values: a histogram of the window slides
     along the line (Huang's algorithm) and the rank's value moves with it, over whole
     coarse bins (``2**shift`` values each) where it can (Perreault and Hebert's two
-    levels). ``low`` is the dtype's smallest value (bin 0)."""
+    levels). The window is ``runs``, rows ``(line, first, stop)``: the places ``[first,
+    stop)`` along the last axis of the box's line ``line``; each run adds one value and
+    drops one per step. ``low`` is the dtype's smallest value (bin 0)."""
     a0, a1, n = x.shape[1], x.shape[2], x.shape[3]
     lines = reach[1] * reach[3]
     values = np.empty((lines, n + kn - 1), x.dtype)
@@ -330,18 +284,19 @@ def rank_histogram(x, out, cval, first, last, reach, kn, rank, mode, to, low, sh
         b, i0 = t // a0, t % a0
         for i1 in range(a1):
             gather(x, b, i0, i1, reach, mode, cval, values)
-            for q in range(lines):
-                for r in range(kn):
-                    count(fine, coarse, shift, np.int32(values[q, r]) - low, 1)
+            for u in range(runs.shape[0]):
+                for r in range(runs[u, 1], runs[u, 2]):
+                    count(fine, coarse, shift, np.int32(values[runs[u, 0], r]) - low, 1)
             # Invariant: ``below`` values of the window are smaller than ``value``.
             value, below = 0, 0
             for i in range(n):
                 if i > 0:
-                    for q in range(lines):
-                        gone = np.int32(values[q, i - 1]) - low
+                    for u in range(runs.shape[0]):
+                        q = runs[u, 0]
+                        gone = np.int32(values[q, i - 1 + runs[u, 1]]) - low
                         count(fine, coarse, shift, gone, -1)
                         below -= gone < value
-                        new = np.int32(values[q, i + kn - 1]) - low
+                        new = np.int32(values[q, i - 1 + runs[u, 2]]) - low
                         count(fine, coarse, shift, new, 1)
                         below += new < value
                 while below > rank:
@@ -359,6 +314,6 @@ def rank_histogram(x, out, cval, first, last, reach, kn, rank, mode, to, low, sh
                         below += fine[value]
                         value += 1
                 out[b, i0, i1, i] = store_as(value + low, to)
-            for q in range(lines):  # empty the histogram for the next line
-                for r in range(n - 1, n - 1 + kn):
-                    count(fine, coarse, shift, np.int32(values[q, r]) - low, -1)
+            for u in range(runs.shape[0]):  # empty the histogram for the next line
+                for r in range(n - 1 + runs[u, 1], n - 1 + runs[u, 2]):
+                    count(fine, coarse, shift, np.int32(values[runs[u, 0], r]) - low, -1)

@@ -3,8 +3,8 @@
 A per-point kernel of a 15x15 median holds 225 values and thousands of
 compare-exchanges: minutes of compiling, and time that grows with the window's
 area. :class:`ExtremumPass` (a minimum or maximum along one axis, van
-Herk/Gil-Werman) and :class:`RankWindow` (any rank over a box window: a sliding
-histogram for 8-bit data, quickselect for others) are loops written once
+Herk/Gil-Werman) and :class:`RankWindow` (any rank over a window: a sliding
+histogram for 8/16-bit data, a selection network run as data for others) are loops written once
 (:mod:`.window_kernels`), compiled once per dtype, whatever the window.
 
 Both are passes of :func:`.fused.run_passes`, as a separable filter's 1-D
@@ -28,7 +28,7 @@ import numpy as np
 from .modules import load_module
 from .threads import run_rows
 
-__all__ = ["ExtremumPass", "MODE_CODES", "RankWindow"]
+__all__ = ["ExtremumPass", "HISTOGRAM_ABOVE", "MODE_CODES", "RankWindow"]
 
 #: The loops' codes of the boundary modes.
 MODE_CODES = {"reflect": 0, "mirror": 1, "nearest": 2, "wrap": 3, "constant": 4}
@@ -149,25 +149,37 @@ class ExtremumPass:
         return _view(x, shape), _view(out, shape), first, last
 
 
+#: 8- and 16-bit windows of more elements than this select with a sliding histogram, others
+#: with a selection network run as data. Measured (512x512 frames, (32, 128, 128) stacks,
+#: 2 threads, loaded machine; network / histogram): uint8 9x9 6.7 / 12 ms, 15x15 24 / 16,
+#: 7x7x7 188 / 81; uint16 9x9 12 / 30, 5x5x5 68 / 133, 15x15 58 / 33. Other dtypes always
+#: take the network (float32 15x15: 123 ms against 1.1 s for quickselect).
+HISTOGRAM_ABOVE = 150
+
+
 @dataclass(frozen=True)
 class RankWindow:
-    """The value of ``rank`` (in sorted order) among a box window, for 1 to 3 core axes.
+    """The value of ``rank`` (in sorted order) among a window, for 1 to 3 core axes.
 
     Attributes
     ----------
     reach : tuple of (int, int)
-        The window's reach before and after each element, per core axis.
+        The reach before and after each element of the box that holds the window, per
+        core axis.
     rank : int
         0 for the minimum, ``size // 2`` for the median (upper, for even sizes).
-    network : tuple of (int, int), optional
-        The compare-exchanges of a selection network for ``rank`` over the window's
-        values in C order: run as data (:func:`.window_kernels.rank_network`), whatever
-        the dtype. Without one, a sliding histogram for 8/16-bit data, else quickselect.
+    points : tuple of int, optional
+        The window's places in the box (flat, C order, increasing): a footprint. None for
+        the whole box.
+
+    A sliding histogram for 8/16-bit windows above :data:`HISTOGRAM_ABOVE` elements, else
+    a selection network for ``rank`` run as data (:func:`.window_kernels.rank_network`):
+    either compiles once per dtype, whatever the window.
     """
 
     reach: tuple[tuple[int, int], ...]
     rank: int
-    network: tuple[tuple[int, int], ...] | None = None
+    points: tuple[int, ...] | None = None
 
     name = "rank_window"
     dtype = None  # the input's
@@ -178,10 +190,30 @@ class RankWindow:
 
     @property
     def size(self) -> int:
+        """Elements of the window."""
+        if self.points is not None:
+            return len(self.points)
         return math.prod(before + 1 + after for before, after in self.reach)
+
+    def _places(self) -> np.ndarray:
+        """The window's places in the box, flat."""
+        box = math.prod(before + 1 + after for before, after in self.reach)
+        return np.arange(box) if self.points is None else np.array(self.points)
+
+    def _runs(self, kn: int) -> np.ndarray:
+        """The window as runs along the last axis: ``(line, first, stop)`` rows, ``line``
+        counting the box's lines (all axes but the last) and ``[first, stop)`` along it."""
+        places = self._places()
+        lines, along = places // kn, places % kn
+        breaks = np.flatnonzero((np.diff(lines) != 0) | (np.diff(along) != 1)) + 1
+        starts = np.concatenate([[0], breaks])
+        stops = np.concatenate([breaks, [len(places)]])
+        return np.stack([lines[starts], along[starts], along[stops - 1] + 1], 1).astype(np.intp)
 
     def compiled(self, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str) -> _Rows:
         """The pass for one input dtype, output dtype and boundary ``mode``."""
+        from ..library import _selection_network  # the library imports this module
+
         (dtype,) = in_dtypes
         loops = _loops()
         sizes = [before + 1 + after for before, after in self.reach]
@@ -193,16 +225,15 @@ class RankWindow:
         reach = (b0, b0 + 1 + a0, b1, b1 + 1 + a1, bn)
         code = MODE_CODES[mode]
         kn = sizes[-1]
-        if self.network is not None:
-            extra: tuple = (np.array(self.network, np.intp).reshape(-1, 2),)
-            loop = loops.rank_network
-        elif dtype.itemsize <= 2 and dtype.kind in "iub":
+        extra: tuple
+        if dtype.itemsize <= 2 and dtype.kind in "iub" and self.size > HISTOGRAM_ABOVE:
             low = int(np.iinfo(dtype).min) if dtype.kind in "iu" else 0
-            extra = (low, 4 * dtype.itemsize)
+            extra = (self._runs(kn), low, 4 * dtype.itemsize)
             loop = loops.rank_histogram
         else:
-            extra = ()
-            loop = loops.rank_select
+            pairs = np.array(_selection_network(self.size, self.rank), np.intp).reshape(-1, 2)
+            extra = (self._places().astype(np.intp), pairs)
+            loop = loops.rank_network
 
         def call(x, out, cval, start, stop, to):
             batch, *core = x.shape
