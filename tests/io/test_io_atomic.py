@@ -157,3 +157,25 @@ def test_docstring_examples_run(module):
     name = module if "." in module else f"stencilpipe.io.{module}"
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.attempted and not result.failed
+
+
+def test_numpys_short_write_to_a_full_device_counts_as_a_full_file_system():
+    """tifffile writes pixels with ndarray.tofile, whose error on a full disk has no errno."""
+    with open("/dev/full", "wb") as fh, pytest.raises(OSError) as raised:
+        np.zeros(1 << 16, np.uint8).tofile(fh)
+    assert raised.value.errno is None and atomic.is_full(raised.value)
+    assert not atomic.is_full(OSError("cannot be decoded")) and not atomic.is_full(ValueError())
+
+
+def test_an_output_record_holds_the_written_files_crc32(tmp_path):
+    import json
+    import zlib
+
+    from stencilpipe.io import imsave
+
+    frames = np.random.default_rng(1).integers(0, 60000, (3, 300, 200), dtype=np.uint16)
+    imsave(frames, tmp_path / "out", compression="zlib")
+    for name in ["00000.tif", "00001.tif", "00002.tif"]:
+        data = (tmp_path / "out" / name).read_bytes()
+        record = json.loads((tmp_path / "out/.stencilpipe/records" / f"{name}.json").read_text())
+        assert record["output"] == {"size": len(data), "crc32": f"{zlib.crc32(data):08x}"}

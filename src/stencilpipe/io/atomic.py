@@ -69,6 +69,8 @@ def write_atomic(
 ) -> int:
     """Call ``write(fh)`` on a temporary file, then move it to ``path``; return its size.
 
+    ``fh`` is open for reading too (a writer may read back what it wrote, to checksum it).
+
     With ``durability="per-file"`` the file is fsync'd before it is renamed; with
     ``"batch"`` (the default) :func:`flush` makes it durable when the run ends.
     Raises :class:`~stencilpipe.io.errors.NoSpaceLeft` when the file system is full.
@@ -85,7 +87,7 @@ def write_atomic(
     final = Path(path)
     temp = final.with_name(f".{final.name}.{run or new_run()}-{new_run()}.tmp")
     try:
-        with open(temp, "xb") as fh:
+        with open(temp, "x+b") as fh:
             write(fh)
             fh.flush()
             if durability == PER_FILE:
@@ -101,8 +103,18 @@ def write_atomic(
 
 
 def is_full(exc: BaseException) -> bool:
-    """Whether ``exc`` says that the file system (or the user's quota) is full."""
-    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    """Whether ``exc`` says that the file system (or the user's quota) is full: ENOSPC or
+    EDQUOT, or the short write that NumPy's ``tofile`` (tifffile's way to write pixels into
+    a file) reports without an errno, as ``N requested and M written``: a regular file
+    takes fewer bytes than it is given only when there is no room for them."""
+    if not isinstance(exc, OSError):
+        return False
+    return exc.errno in (errno.ENOSPC, errno.EDQUOT) or (
+        exc.errno is None and _SHORT_WRITE.fullmatch(str(exc)) is not None
+    )
+
+
+_SHORT_WRITE = re.compile(r"\d+ requested and \d+ written")
 
 
 def remove_stale_temps(directory: str | os.PathLike[str], keep: Collection[str]) -> int:

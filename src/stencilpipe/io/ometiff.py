@@ -30,7 +30,16 @@ from .errors import NoSpaceLeft, TargetError
 from .lock import live_run
 from .metadata import Metadata, ome_unit
 from .plan import WriteReport, lazy_report, to_numpy
-from .provenance import DAMAGED, KEPT, STALE, Provenance, judge, record_path, write_record
+from .provenance import (
+    DAMAGED,
+    KEPT,
+    STALE,
+    Provenance,
+    digest,
+    judge,
+    record_path,
+    write_record,
+)
 from .remote import RemoteDirectory
 
 __all__ = ["ome_xml_options", "save_ome_tiff"]
@@ -232,7 +241,9 @@ def _finish(
         os.fsync(fd)  # one file: one flush before the rename makes it durable
         with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as data, memoryview(data) as view:
             directory, name = os.path.split(target.path)
-            write_record(directory, name, view, provenance=provenance, inputs=inputs, run=run)
+            write_record(
+                directory, name, digest(view), provenance=provenance, inputs=inputs, run=run
+            )
     os.replace(target.temp, target.path)
     size = os.path.getsize(target.path)
     return WriteReport(target.path, frames, 0, size, (target.path,), stale, 0)

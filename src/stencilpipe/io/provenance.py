@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, BinaryIO, cast
 
 from dask.base import tokenize
 from imagecodecs import deflate_crc32
@@ -49,6 +50,7 @@ __all__ = [
     "Provenance",
     "checksum",
     "digest",
+    "file_digest",
     "judge",
     "record_of",
     "record_path",
@@ -121,12 +123,35 @@ def verifies(expected: Any, size: int, crc: Callable[[], str]) -> bool | None:
     return expected.get("size") == size and expected[CHECKSUM] == crc()
 
 
+def file_digest(fh: BinaryIO) -> dict[str, Any]:
+    """:func:`digest` of the file open as ``fh`` (readable, its writes flushed): what a
+    writer that encodes straight into its file records, instead of encoding into memory
+    first (two more frame-sized copies, into fresh pages)."""
+    fh.seek(0)
+    size, crc = _crc_of(fh)
+    return {"size": size, CHECKSUM: crc}
+
+
+#: Each thread's buffer that :func:`_crc_of` reads into, kept from file to file.
+_BUFFER = threading.local()
+
+
+def _crc_of(fh: BinaryIO) -> tuple[int, str]:
+    """Size and CRC-32 of what is left to read of ``fh``, read in pieces into a buffer
+    this thread reuses."""
+    buffer = getattr(_BUFFER, "view", None)
+    if buffer is None:
+        buffer = _BUFFER.view = memoryview(bytearray(_PIECE))
+    size = value = 0
+    while count := fh.readinto(buffer):  # type: ignore[attr-defined]
+        value = deflate_crc32(cast(bytes, buffer[:count]), value)
+        size += count
+    return size, f"{value:08x}"
+
+
 def _file_checksum(path: str) -> str:
-    value = 0
     with open(path, "rb", buffering=0) as fh:
-        while piece := fh.read(_PIECE):
-            value = deflate_crc32(piece, value)
-    return f"{value:08x}"
+        return _crc_of(fh)[1]
 
 
 def records_dir(directory: str | os.PathLike[str]) -> Path:
@@ -142,30 +167,31 @@ def record_path(directory: str | os.PathLike[str], name: str) -> Path:
 def write_record(
     directory: str,
     name: str,
-    data: bytes | memoryview,
+    output: Mapping[str, Any],
     *,
     provenance: Provenance,
     inputs: Sequence[Sequence[Any]],
     run: str,
     durability: str = BATCH,
 ) -> None:
-    """Record that output ``name`` of ``directory`` holds ``data`` and what made it.
+    """Record that output ``name`` of ``directory`` is ``output`` (its :func:`digest` or
+    :func:`file_digest`) and what made it.
 
     ``durability`` is :func:`~stencilpipe.io.atomic.write_atomic`'s, as for the output.
     """
     path = record_path(directory, name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = record_of(data, provenance, inputs)
+    text = record_of(output, provenance, inputs)
     write_atomic(path, lambda fh: fh.write(text), run=run, durability=durability)
 
 
-def record_of(data: bytes | memoryview, provenance: Provenance, inputs: Sequence[Any]) -> bytes:
-    """The record (JSON) of an output whose bytes are ``data``, made by ``provenance``
-    from ``inputs`` (``[path, size, mtime_ns]`` each)."""
+def record_of(output: Mapping[str, Any], provenance: Provenance, inputs: Sequence[Any]) -> bytes:
+    """The record (JSON) of an output whose :func:`digest` is ``output``, made by
+    ``provenance`` from ``inputs`` (``[path, size, mtime_ns]`` each)."""
     record = {
         "key": provenance.key,
         "inputs": [list(each) for each in inputs],
-        "output": digest(data),
+        "output": dict(output),
         "about": provenance.about,
     }
     return json.dumps(record, default=str).encode()

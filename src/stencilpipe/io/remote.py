@@ -23,6 +23,7 @@ from .provenance import (
     STALE,
     Provenance,
     checksum,
+    digest,
     record_of,
     record_path,
     verifies,
@@ -100,7 +101,7 @@ class RemoteDirectory:
         self, name: str, data: bytes | memoryview, provenance: Provenance, inputs: Sequence
     ) -> None:
         """Record that output ``name`` holds ``data``, made by ``provenance`` from ``inputs``."""
-        self.put(self.record_url(name), record_of(data, provenance, inputs))
+        self.put(self.record_url(name), record_of(digest(data), provenance, inputs))
 
     def judge(
         self, names: Sequence[str], provenance: Provenance, inputs: Sequence[Sequence]

@@ -9,11 +9,12 @@ whose bytes verify, and computes only the blocks of frames that miss one.
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, BinaryIO
 
 import dask
 import dask.array as da
@@ -34,6 +35,7 @@ from .provenance import (
     NEW,
     STALE,
     Provenance,
+    file_digest,
     judge,
     record_path,
     records_dir,
@@ -474,24 +476,43 @@ def _write_frames(
     for i, entry in enumerate(plan):
         if entry:
             path, inputs, tags = entry
-            encoded = io.BytesIO()  # encoded in memory: checksummed, then written in one go
-            writer.write(encoded, block[i], compression, tags)
-            data = encoded.getbuffer()
             directory, name = os.path.split(path)
-            if remote:
+            if remote:  # one put of the encoded bytes
+                encoded = io.BytesIO()
+                writer.write(encoded, block[i], compression, tags)
+                data = encoded.getbuffer()
                 written[i] = remote.put(path, data)
                 remote.write_record(name, data, provenance, inputs)
                 continue
+            output: dict[str, Any] = {}
             written[i] = write_atomic(
-                path, lambda fh, data=data: fh.write(data), run=run, durability=durability
+                path,
+                functools.partial(_encode, writer, block[i], compression, tags, output),
+                run=run,
+                durability=durability,
             )
             write_record(
                 directory,
                 name,
-                data,
+                output,
                 provenance=provenance,
                 inputs=inputs,
                 run=run,
                 durability=durability,
             )
     return written
+
+
+def _encode(
+    writer: FrameWriter,
+    frame: np.ndarray,
+    compression: str | None,
+    tags: TiffTags | None,
+    output: dict[str, Any],
+    fh: BinaryIO,
+) -> None:
+    """Encode ``frame`` straight into ``fh`` (no copy in memory first), then read it back
+    for its checksum: ``output`` gets its :func:`~.provenance.file_digest`."""
+    writer.write(fh, frame, compression, tags)
+    fh.flush()
+    output.update(file_digest(fh))

@@ -33,7 +33,17 @@ from .errors import NoSpaceLeft, TargetError
 from .metadata import AXIS_KINDS, Arrangement, Metadata, canonical_order
 from .ngff import ngff_attributes, ngff_metadata
 from .plan import frame_blocks, lazy_report, select_blocks, to_numpy
-from .provenance import DAMAGED, KEPT, NEW, STALE, Provenance, judge, record_path, write_record
+from .provenance import (
+    DAMAGED,
+    KEPT,
+    NEW,
+    STALE,
+    Provenance,
+    file_digest,
+    judge,
+    record_path,
+    write_record,
+)
 from .remote import RemoteDirectory
 from .storage import is_url
 
@@ -498,8 +508,13 @@ def _write_block(
         layout.remote.write_record(_key(path, layout), data, provenance, inputs[0])
     else:
         with open(path, "rb") as fh:
-            data = fh.read()
+            output = file_digest(fh)
         write_record(
-            layout.store, _key(path, layout), data, provenance=provenance, inputs=inputs[0], run=run
+            layout.store,
+            _key(path, layout),
+            output,
+            provenance=provenance,
+            inputs=inputs[0],
+            run=run,
         )
     return np.full((1,) * len(index), block.nbytes, np.int64)
