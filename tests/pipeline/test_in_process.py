@@ -142,3 +142,17 @@ def test_chunks_auto_on_a_zarr_store_whose_frame_axes_merge(tmp_path):
     for index, frame in enumerate(stack.reshape(6, 24, 20)):
         want = np.rint(ndi.uniform_filter(frame.astype(np.float64), 3)).astype(np.uint8)
         np.testing.assert_array_equal(tifffile.imread(tmp_path / "out" / f"{index:05d}.tif"), want)
+
+
+def test_a_rerun_that_keeps_every_output_says_so_in_its_summary(tmp_path, frames):
+    def summary_of_run() -> str:
+        console = Console(record=True, width=200)
+        run(config_for(tmp_path), console=console, progress=False)
+        return console.export_text()
+
+    first = summary_of_run()
+    assert f"{FRAMES} written, 0 kept" in first and "frames/s" in first
+    again = summary_of_run()
+    assert f"0 written, {FRAMES} kept" in again and "frames/s" not in again
+    assert f"nothing to compute: all {FRAMES} outputs kept by resume" in again
+    check_outputs(tmp_path, frames)

@@ -339,6 +339,15 @@ class RunSummary:
             "dashboard": self.dashboard,
         }
 
+    def _throughput(self) -> str:
+        """Frames and bytes per second of what was written; a run that wrote nothing has
+        none to show (every output kept by resume, or every frame failed)."""
+        if self.written:
+            return f"{self.frames_per_second:.1f} frames/s, {self.megabytes_per_second:.1f} MB/s"
+        if self.kept == self.frames:
+            return f"nothing to compute: all {self.frames} outputs kept by resume"
+        return "nothing written"
+
     def table(self) -> Table:
         table = Table(title="stencilpipe run", show_header=False, title_justify="left")
         table.add_column(style="bold")
@@ -353,10 +362,7 @@ class RunSummary:
             ),
             ("bytes in / out", f"{self.bytes_in / 1e6:.1f} MB / {self.bytes_out / 1e6:.1f} MB"),
             ("time", f"{self.seconds:.2f} s"),
-            (
-                "throughput",
-                f"{self.frames_per_second:.1f} frames/s, {self.megabytes_per_second:.1f} MB/s",
-            ),
+            ("throughput", self._throughput()),
             ("output", self.output),
             (
                 "workers lost",
