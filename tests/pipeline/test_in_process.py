@@ -94,9 +94,19 @@ def test_a_performance_report_needs_the_cluster(tmp_path, frames, connects):
 def test_a_large_run_left_to_stencilpipe_starts_the_cluster(
     tmp_path, frames, connects, monkeypatch
 ):
+    """...and plans once: the embedded cluster's workers are those its chunks were made for
+    (a second plan read every header and judged every output again: 4 s for 20,000 files)."""
     monkeypatch.setattr(run_module, "IN_PROCESS_FRAMES", FRAMES - 1)
+    plans = []
+    real = run_module.plan
+
+    def plan(*args, **kwargs):
+        plans.append(kwargs.get("workers"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(run_module, "plan", plan)
     summary = run(config_for(tmp_path), console=Console(quiet=True), progress=False)
-    assert len(connects) == 1 and summary.written == FRAMES
+    assert len(connects) == 1 and summary.written == FRAMES and plans == [None]
     check_outputs(tmp_path, frames)
 
 

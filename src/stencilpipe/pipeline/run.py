@@ -131,6 +131,15 @@ class Workers:
             return cls(total, planned_threads(config))
         return cls(total // cluster.n_workers, cluster.threads_per_worker)
 
+    def chunk_like(self, planned: Workers | None, threads: int, config: PipelineConfig) -> bool:
+        """Whether these workers, with ``threads`` threads in all, get the chunks that
+        ``chunks: auto`` made for the ``planned`` ones (what :meth:`expected` said of
+        ``config``'s cluster): the same threads in all, and per worker the same memory
+        limit and threads."""
+        planned = planned or Workers(None, None)
+        each = (self.memory_limit, self.threads) == (planned.memory_limit, planned.threads)
+        return each and threads == (planned.total_threads or planned_threads(config))
+
     @classmethod
     def of_client(cls, client: Any) -> Workers:
         """The workers a connected cluster has now."""
@@ -492,9 +501,7 @@ def _compute(
         log.info("dashboard: %s", client.dashboard_link)
         threads = sum(client.nthreads().values())
         workers = Workers.of_client(client)
-        if config.chunks == "auto" and (
-            threads != planned_threads(config) or workers != work.workers
-        ):
+        if config.chunks == "auto" and not workers.chunk_like(work.workers, threads, config):
             # Chunks for the workers there are: balanced over their threads, each task
             # within a worker's memory.
             work = plan(config, threads=threads or None, lock=locks.take, workers=workers)
