@@ -28,6 +28,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from common import best_time, print_table  # noqa: E402
 
 import stencilpipe as sp  # noqa: E402
+from stencilpipe.stencils import threads  # noqa: E402
 
 BIG = 8192
 SIZES = [64, 128, 256, 512, 1024, 2048, 4096, 8192]
@@ -73,6 +74,8 @@ def anchors(cupy: Any, dtype: Any) -> None:
     frame = cupy.asarray(host)
     out = cupy.empty_like(frame)
     mean, gaussian = sp.library.mean(3), sp.library.gaussian(1.0, truncate=2.0)
+    median, sobel = sp.library.median(3), sp.library.sobel(0)
+    chain = sp.chain(gaussian, mean, sobel)
     anchor = "device-to-device copy (memory limit)"
     timed = {
         anchor: lambda: out.data.copy_from_device_async(frame.data, frame.nbytes),
@@ -83,13 +86,20 @@ def anchors(cupy: Any, dtype: Any) -> None:
         "cupyx.scipy.ndimage.gaussian_filter truncate=2": lambda: cndi.gaussian_filter(
             frame, 1.0, truncate=2.0, output=out
         ),
+        "stencilpipe median 3x3, out=": lambda: median(frame, out=out),
+        "cupyx.scipy.ndimage.median_filter 3": lambda: cndi.median_filter(frame, 3, output=out),
+        "stencilpipe chain gaussian > mean > sobel, out=": lambda: chain(frame, out=out),
+        "cupyx.scipy.ndimage: the same three calls": lambda: cndi.sobel(
+            cndi.uniform_filter(cndi.gaussian_filter(frame, 1.0, truncate=2.0), 3), 0, output=out
+        ),
     }
     rows, walls = [], []
     for name, fn in timed.items():
         gpu, wall = gpu_times(cupy, fn)
         rows.append((name, gpu))
         walls.append((name, wall))
-    for name, stencil in [("mean 3x3", mean), ("gaussian 5x5", gaussian)]:
+    for name, stencil in [("mean 3x3", mean), ("gaussian 5x5", gaussian), ("median 3x3", median),
+                          ("chain", chain)]:  # fmt: skip
         seconds = best_time(functools.partial(stencil, host, out=host_out), repeat=5)
         rows.append((f"stencilpipe CPU path {name} (host frame)", seconds))
     title = f"one {BIG}x{BIG} {np.dtype(dtype).name} frame on the device"
@@ -186,6 +196,51 @@ def report(times: dict[str, list[float]], plot: str) -> None:
     print(f"\nplot: {plot}")
 
 
+def pipeline_runs(frames: int = 64, size: int = 2048) -> None:
+    """A whole run (TIFF folder in and out, gaussian > median > sobel): CPU workers vs the GPU.
+
+    The same files through ``backend: numpy`` and ``backend: cupy`` (chunks moved to the device
+    once after reading, back once before writing), each on stencilpipe's default cluster,
+    after one warm-up run each (kernels compiled); the outputs are compared.
+    """
+    import tempfile
+    from pathlib import Path
+
+    import tifffile
+    from rich.console import Console
+
+    from stencilpipe.pipeline import parse_config, run
+
+    stages = [{"gaussian": {"sigma": 1.5}}, {"median": {"size": 3}}, {"sobel": {"axis": 0}}]
+    with tempfile.TemporaryDirectory() as folder:
+        base = Path(folder)
+        (base / "in").mkdir()
+        rng = np.random.default_rng(1)
+        for i in range(frames):
+            frame = rng.integers(0, 65536, (size, size), dtype=np.uint16)
+            tifffile.imwrite(base / "in" / f"f{i:04d}.tif", frame)
+        rows = []
+        for backend in ("numpy", "cupy"):
+            config = {"input": "in", "output": f"out-{backend}", "stages": stages,
+                      "backend": backend, "resume": False}  # fmt: skip
+            timings = []
+            for _ in range(2):  # the first run compiles (or loads) the kernels
+                start = time.perf_counter()
+                run(parse_config(config, base_dir=base), console=Console(quiet=True),
+                    progress=False)  # fmt: skip
+                timings.append(time.perf_counter() - start)
+            rows.append((f"run, backend: {backend}", timings[1]))
+            print(f"first run, backend: {backend}: {timings[0]:.1f} s (kernels compiled or loaded)")
+        cpu, gpu = (
+            tifffile.imread(sorted((base / f"out-{b}").glob("*.tif"))) for b in ("numpy", "cupy")
+        )
+        differ = np.count_nonzero(cpu != gpu)
+        megabytes = frames * size * size * 2 / 1e6
+        print_table(f"{frames} x {size}x{size} uint16 TIFFs, {megabytes:.0f} MB, gaussian > median > sobel",
+                    rows, rows[0][0])  # fmt: skip
+        print(f"pixels that differ between the CPU and GPU outputs: {differ} of {cpu.size}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--plot", default="gpu_crossover.png", help="where to write the PNG")
@@ -196,11 +251,12 @@ def main() -> None:
     device = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
     print(
         f"device: {device['name'].decode()}; CuPy {cupy.__version__}; Numba {numba.__version__}; "
-        f"CPU path threads: {sp.stencils.threads.get_num_threads()}"
+        f"CPU path threads: {threads.get_num_threads()}"
     )
     for dtype in (np.uint8, np.float32):
         anchors(cupy, dtype)
     report(by_size(cupy), args.plot)
+    pipeline_runs()
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU: set up CuPy and numba-cuda for its CUDA version,
-# run the real-GPU tests, then the GPU benchmark (about 5 minutes on an H200).
+# run the real-GPU tests, then the GPU benchmark (the benchmark runs even where a test
+# failed; the exit status then says so).
 #
 #   bash benchmarks/gpu.sh [OUTPUT_DIR]     # the plot goes to OUTPUT_DIR (default: .)
 #
@@ -46,8 +47,11 @@ fi
     || echo "gpu.sh: matplotlib could not be installed; the benchmark will skip its plot"
 
 echo "== real-GPU tests"
-"$PY" -m pytest tests/stencils/test_cuda_device.py -m gpu -q -n 4 -p no:cacheprovider -rs
+"$PY" -m pytest tests/stencils/test_cuda_device.py tests/test_gpu.py \
+    tests/peer/test_peer_dask_image_ndmorph.py::test_cupy_ndmorph \
+    -m gpu -q -n "${GPU_TEST_WORKERS:-4}" -p no:cacheprovider -rs --durations=15 || tests_failed=1
 
 echo "== GPU benchmark"
 mkdir -p "$OUTPUT_DIR"
 "$PY" benchmarks/gpu.py --plot "$OUTPUT_DIR/gpu_crossover.png"
+[ -z "${tests_failed:-}" ] || fail "some real-GPU tests failed (see above)"

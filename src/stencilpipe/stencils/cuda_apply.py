@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -219,6 +221,27 @@ def _apply_passes(stencil: Kernel, passes: tuple, array: Any, out: Any, cval: An
     return apply_cuda(last, [array], [], out=out, mode="constant", cval=cval)
 
 
+#: numba-cuda loads a kernel's module into the CUDA context on its first launch with a given
+#: signature, without a lock: two threads launching it at once (a Dask worker's threads) both
+#: load it and the second fails ("key already in dictionary"). First launches take this lock;
+#: the signatures each kernel has been launched with are remembered in ``_launched``.
+_first_launch = threading.Lock()
+_launched: weakref.WeakKeyDictionary[Any, set[tuple]] = weakref.WeakKeyDictionary()
+
+
+def _launch(kernel: Any, grid: tuple, block: tuple, stream: Any, args: list[Any]) -> None:
+    """``kernel.apply[grid, block, stream](*args)``, safe from many threads at once."""
+    from numba import typeof
+
+    signature = tuple(typeof(a) for a in args)
+    if signature in _launched.get(kernel, ()):
+        kernel.apply[grid, block, stream](*args)
+        return
+    with _first_launch:
+        kernel.apply[grid, block, stream](*args)
+        _launched.setdefault(kernel, set()).add(signature)
+
+
 def apply_cuda(
     stencil: Kernel, arrays: list[Any], scalars: list[Any], *, out: Any, mode: str, cval: Any
 ) -> Any:
@@ -282,5 +305,5 @@ def apply_cuda(
         parts = [_broadcast(_at(v, index, shape), inner) for v in views] if index else full
         *inputs, target = (_flatten(p, len(batch) - looped) for p in parts)
         with kernel.errors_translated():
-            kernel.apply[grid, block, stream](*inputs, target, *scalars, *cvals)
+            _launch(kernel, grid, block, stream, [*inputs, target, *scalars, *cvals])
     return out

@@ -53,7 +53,7 @@ def _saturate(value, to):
         top, bottom = float(hi + 1), float(lo)  # both exact: powers of two (or 0)
 
         def from_float(value, to):
-            rounded = np.rint(value)
+            rounded = round_if_float(value)  # not np.rint: the CUDA target has no lowering of it
             if rounded >= top:
                 return to(hi)
             if rounded < bottom:
