@@ -46,6 +46,7 @@ def make_stack(folder: Path) -> list[Path]:
     paths = [folder / f"frame_{i}.tif" for i in range(FRAMES)]
     for i, path in enumerate(paths):
         tifffile.imwrite(path, base + np.uint8(i % 256))
+    os.sync()  # the inputs on the disk: no timed flush waits for their writeback
     return paths
 
 
