@@ -220,3 +220,42 @@ def test_gaussian_passes_give_scipys_float64_bit_for_bit(mode):
         )
         np.testing.assert_array_equal(gaussian(pixels / 1.0), want)
         np.testing.assert_array_equal(gaussian(pixels), np.rint(want).astype(np.uint8))
+
+
+UINT16_ASM = """
+import numpy as np
+import stencilpipe as sp
+uint16 = np.dtype(np.uint16)
+lib = sp.library
+for name, stencil in [("sobel", lib.sobel(0)), ("laplace", lib.laplace()),
+                      ("minimum", lib.minimum(3)), ("maximum", lib.maximum(3)),
+                      ("median", lib.median(3))]:
+    stencil(np.zeros((4, 40), uint16))
+    kernel = stencil.compiled((uint16,), uint16, stencil.boundary)
+    print("@@kernel", name)
+    print("\\n".join(kernel.apply.inspect_asm().values()))
+"""
+
+
+@x86
+def test_uint16_kernels_run_on_packed_words_and_doublewords(tmp_path):
+    """On uint16, sobel and laplace add 32-bit lanes (their int32 accumulator; int64
+    would halve the lanes), and the 3x3 minimum, maximum and median compare 16-bit
+    lanes, never a widened type. A fresh process with an empty cache (see above)."""
+    env = {**os.environ, "STENCILPIPE_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", UINT16_ASM], env=env,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    parts = done.stdout.split("@@kernel ")[1:]
+    assembly = dict(part.split("\n", 1) for part in parts)
+    assert len(assembly) == 5
+
+    def has(name: str, mnemonic: str) -> bool:
+        return re.search(rf"\bv?{mnemonic}\s+[^\n]*%[xyz]mm", assembly[name]) is not None
+
+    for name in ("sobel", "laplace"):
+        assert has(name, "paddd") and not has(name, "paddq"), name
+    for name, mnemonics in [("minimum", ["pminuw"]), ("maximum", ["pmaxuw"]),
+                            ("median", ["pminuw", "pmaxuw"])]:  # fmt: skip
+        assert all(has(name, m) for m in mnemonics), name
+        assert not has(name, "pminud") and not has(name, "pmaxud"), name
