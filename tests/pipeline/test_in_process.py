@@ -9,6 +9,7 @@ the files read back by tifffile.
 from __future__ import annotations
 
 import importlib
+import os
 
 import numpy as np
 import pytest
@@ -165,4 +166,34 @@ def test_a_rerun_that_keeps_every_output_says_so_in_its_summary(tmp_path, frames
     again = summary_of_run()
     assert f"0 written, {FRAMES} kept" in again and "frames/s" not in again
     assert f"nothing to compute: all {FRAMES} outputs kept by resume" in again
+    check_outputs(tmp_path, frames)
+
+
+def test_the_progress_display_names_each_phase_from_the_start_then_counts_frames(
+    tmp_path, frames, monkeypatch
+):
+    """A run of many files spends seconds reading headers and loading kernels: the display
+    says so from the run's start, and hides that line when its bar of frames starts."""
+    from rich.progress import Progress
+
+    shown: list[tuple[str, object]] = []
+
+    class Recorded(Progress):
+        def add_task(self, description, **kwargs):
+            shown.append(("add", description))
+            return super().add_task(description, **kwargs)
+
+        def update(self, task, **kwargs):
+            if "description" in kwargs or kwargs.get("visible") is False:
+                shown.append(("update", kwargs.get("description", "hidden")))
+            return super().update(task, **kwargs)
+
+    monkeypatch.setattr(run_module, "progress_bar", lambda console: Recorded(console=console))
+    with open(os.devnull, "w") as sink:
+        run(config_for(tmp_path), console=Console(force_terminal=True, file=sink), progress=True)
+    assert shown[0] == ("add", "start")
+    phases = [what for kind, what in shown if kind == "update"]
+    headers = f"read headers of {tmp_path / 'in'}"
+    assert phases.index(headers) < phases.index("compile stages") < phases.index("hidden")
+    assert shown.index(("update", "hidden")) < shown.index(("add", "frames"))
     check_outputs(tmp_path, frames)

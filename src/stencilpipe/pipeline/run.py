@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import inspect
 import logging
 import math
 import os
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,9 +41,23 @@ __all__ = ["Failure", "Plan", "RunSummary", "plan", "provenance", "run"]
 log = logging.getLogger("stencilpipe.run")
 
 
+#: Shows the name of each phase as it starts on the progress display (None: its frames
+#: start, the phase line goes), if there is one.
+_SHOW_PHASE: contextvars.ContextVar[Callable[[str | None], None] | None] = contextvars.ContextVar(
+    "show_phase", default=None
+)
+
+
+def _show(name: str | None) -> None:
+    show = _SHOW_PHASE.get()
+    if show is not None:
+        show(name)
+
+
 @contextlib.contextmanager
 def _phase(name: str) -> Iterator[None]:
     log.info("%s: start", name)
+    _show(name)
     start = time.perf_counter()
     try:
         yield
@@ -431,13 +446,14 @@ def run(
         Every worker was lost for ``cluster.timeout`` seconds; the outputs finished are kept.
     """
     console = console or Console()
-    with Locks(wait=wait) as locks:
+    bar = progress_bar(console) if progress else None
+    with Locks(wait=wait) as locks, bar or contextlib.nullcontext(), _phases_on(bar):
         # An existing scheduler's workers are asked once connected (_compute), not here.
         work = plan(config, lock=locks.take, ask_workers=False)
         if report:
             _check_report_path(report, work)
         try:
-            summary = _compute(config, work, locks, console, report, progress)
+            summary = _compute(config, work, locks, console, report, bar)
         except BaseException:  # a run that ends early: a finished one cleaned up already
             remove_leftovers(work.write)
             raise
@@ -470,24 +486,45 @@ def in_process(config: PipelineConfig, frames: int, report: str | None) -> bool:
     return report is None and frames <= IN_PROCESS_FRAMES and left_to_us(config.cluster)
 
 
+@contextlib.contextmanager
+def _phases_on(bar: Any) -> Iterator[None]:
+    """Show each phase of the run before its frames (reading headers, loading kernels,
+    starting the cluster) on the progress display ``bar``, from the run's start: a run of
+    20,000 files spends seconds there before its first frame."""
+    if bar is None:
+        yield
+        return
+    task = bar.add_task("start", total=None)
+
+    def show(name: str | None) -> None:
+        if name is None:
+            bar.update(task, visible=False)
+        else:
+            bar.update(task, description=name, visible=True)
+
+    shown = _SHOW_PHASE.set(show)
+    try:
+        yield
+    finally:
+        _SHOW_PHASE.reset(shown)
+
+
 def _compute(
     config: PipelineConfig,
     work: Plan,
     locks: Locks,
     console: Console,
     report: str | None,
-    progress: bool,
+    bar: Any,
 ) -> RunSummary:
-    """Compute the planned ``work`` on this process's threads or the configured cluster;
-    summarise what it did."""
+    """Compute the planned ``work`` on this process's threads or the configured cluster,
+    advancing ``bar`` (a progress display, or None); summarise what it did."""
     if in_process(config, work.info.frames, report):
         threads = planned_threads(config)
         log.info("cluster: none, %d threads of this process", threads)
         console.print(f"[bold]threads:[/bold] {threads} in this process (a small run: no cluster)")
         start = time.perf_counter()
-        outcome = _computed(
-            _Compute(None, config, work.info.frames, None), work, locks, console, progress
-        )
+        outcome = _computed(_Compute(None, config, work.info.frames, bar), work, locks, console)
         return _summary(config, work, outcome, time.perf_counter() - start, None, 0)
 
     from distributed import performance_report  # sets up distributed's logging, adjusted below
@@ -497,6 +534,7 @@ def _compute(
     # workers in this process (processes: false) could still come as it stops.
     logging.getLogger("distributed").setLevel(cluster.log_level.upper())
     log.info("cluster: %s", cluster.address or cluster.jobqueue or "embedded LocalCluster")
+    _show("connect to the cluster" if cluster.address else "start the cluster")
     with connect(config.cluster) as client:
         log.info("dashboard: %s", client.dashboard_link)
         threads = sum(client.nthreads().values())
@@ -512,22 +550,19 @@ def _compute(
         start = time.perf_counter()
         recording = performance_report(filename=report) if report else contextlib.nullcontext()
         with recording:
-            compute = _Compute(client, config, work.info.frames, None)
-            outcome = _computed(compute, work, locks, console, progress)
+            compute = _Compute(client, config, work.info.frames, bar)
+            outcome = _computed(compute, work, locks, console)
         seconds = time.perf_counter() - start
         # A worker that died was replaced (by its Nanny) under a new address.
         lost = len(workers_before - set(client.scheduler_info()["workers"]))
     return _summary(config, work, outcome, seconds, dashboard, lost)
 
 
-def _computed(
-    compute: _Compute, work: Plan, locks: Locks, console: Console, progress: bool
-) -> Outcome:
+def _computed(compute: _Compute, work: Plan, locks: Locks, console: Console) -> Outcome:
     """What ``compute`` makes of the planned write (failed blocks retried frame by frame),
-    with a progress bar on ``console`` when ``progress``."""
-    bar = progress_bar(console) if progress else None
-    compute.bar = bar
-    with bar or contextlib.nullcontext(), _phase(f"compute and write {work.info.frames} frames"):
+    advancing its progress bar (``compute.bar``) if it has one."""
+    with _phase(f"compute and write {work.info.frames} frames"):
+        _show(None)  # the bar of frames says it from now on
         return _retry_frame_by_frame(compute, compute.config, compute(work.write), locks, console)
 
 
@@ -598,6 +633,7 @@ def _retry_frame_by_frame(
         lock=locks.take,
         ask_workers=False,
     )
+    _show(None)  # planned again: the bar of frames goes on
     again = compute(retry.write)
     first = outcome.report
     report = WriteReport(
