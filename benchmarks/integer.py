@@ -8,8 +8,11 @@ bytes, each row's candidates interleaved (the copy too: ``sp/copy`` is the issue
 calls; the cold compile of a 5-stage chain and its warm load from the cache (fresh
 processes); and, with ``--large``, the large windows as they are today.
 
-Timings are medians over rounds that run every candidate of a row once, in turn, so a
-load change on a shared machine hits them all alike. Both libraries use 2 threads.
+Each figure is a candidate's best round; every round runs each candidate of a row once,
+in turn (:func:`side_by_side.interleaved`), so a load change on a shared machine hits them
+all alike (with medians, used before, the identical 3x3 minimum and maximum kernels took
+1.1 and 5.4 ms in one run at load 7 on 2 cores). Each table prints the machine's load.
+Both libraries use 2 threads.
 
 Run: ``python benchmarks/integer.py [--rounds N] [--stack N] [--large]``.
 """
@@ -18,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -30,6 +32,7 @@ from typing import Any
 import cv2
 import numpy as np
 from scipy import ndimage as ndi
+from side_by_side import interleaved, load
 
 import stencilpipe as sp
 from stencilpipe.stencils.threads import set_num_threads
@@ -40,17 +43,10 @@ REFLECT = cv2.BORDER_REFLECT  # scipy's and stencilpipe's "reflect"
 NEAREST = cv2.BORDER_REPLICATE  # "nearest": the only border medianBlur has
 
 
-def medians(candidates: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
-    """Median seconds of each candidate over ``rounds`` rounds, each running all of them once."""
-    for call in candidates.values():
-        call()  # compile, allocate, warm the caches
-    times: dict[str, list[float]] = {name: [] for name in candidates}
-    for _ in range(rounds):
-        for name, call in candidates.items():
-            start = time.perf_counter()
-            call()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(t) for name, t in times.items()}
+def best(candidates: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
+    """Best seconds of each candidate over ``rounds`` interleaved rounds, after one untimed
+    round (compile, allocate, warm the caches)."""
+    return dict(interleaved(candidates, rounds=rounds))
 
 
 def _per_frame(call: Callable[[np.ndarray], object]) -> Callable[[np.ndarray], None]:
@@ -116,7 +112,9 @@ def filter_table(frames: int, rounds: int, rng: np.random.Generator) -> None:
     for dtype in (np.uint8, np.uint16):
         top = np.iinfo(dtype).max
         data = rng.integers(0, top + 1, shape).astype(dtype)
-        print(f"\n## {np.dtype(dtype).name}, {where} of {SIZE}x{SIZE}, medians of {rounds}\n")
+        print(
+            f"\n## {np.dtype(dtype).name}, {where} of {SIZE}x{SIZE}, best of {rounds}; {load()}\n"
+        )
         header = ["filter", "sp ms", "cv2 ms", "scipy ms", "sp f32 ms", "sp/cv2", "sp/f32"]
         print(_row(header + ["sp/copy"]) + "\n" + _row(["---"] * (len(header) + 1)))
         copy_out = np.empty_like(data)
@@ -130,7 +128,7 @@ def filter_table(frames: int, rounds: int, rng: np.random.Generator) -> None:
             }
             if frames == 1:
                 candidates["scipy"] = lambda c=scipy, x=data: c(x)
-            t = medians(candidates, rounds)
+            t = best(candidates, rounds)
             scipy_ms = f"{t['scipy'] * 1e3:.2f}" if "scipy" in t else "-"
             print(
                 _row(
@@ -160,13 +158,13 @@ def chain_table(frames: int, rounds: int, rng: np.random.Generator) -> None:
         y = cv2.blur(y, (3, 3), borderType=REFLECT)
         cv2.Sobel(y, -1, 0, 1, borderType=REFLECT)
 
-    print(f"\n## chain gaussian 5x5 -> mean 3x3 -> sobel, {where}, medians of {rounds}\n")
+    print(f"\n## chain gaussian 5x5 -> mean 3x3 -> sobel, {where}, best of {rounds}; {load()}\n")
     print(_row(["dtype", "sp fused ms", "cv2 x3 ms", "copy ms", "sp/cv2", "sp/copy"]))
     print(_row(["---"] * 6))
     for dtype in (np.uint8, np.uint16, np.float32):
         data = rng.integers(0, 256, shape).astype(dtype)
         copy_out = np.empty_like(data)
-        t = medians(
+        t = best(
             {
                 "sp": lambda x=data: fused(x),
                 "cv2": lambda x=data: _per_frame(opencv)(x),
@@ -241,14 +239,14 @@ def large_table(rounds: int, rng: np.random.Generator) -> None:
             lambda: cv2.dilate(frame, box, borderType=REFLECT),
         ),
     }
-    print(f"\n## large windows today, one uint8 frame, medians of {rounds}\n")
+    print(f"\n## large windows today, one uint8 frame, best of {rounds}; {load()}\n")
     print(_row(["filter", "compile s", "sp ms", "cv2 ms", "sp/cv2"]) + "\n" + _row(["---"] * 5))
     for name, (ours, opencv) in cases.items():
         out = np.empty_like(frame)
         start = time.perf_counter()
         ours(frame[:64, :64])
         compiled = time.perf_counter() - start
-        t = medians({"sp": lambda s=ours, o=out: s(frame, out=o), "cv2": opencv}, rounds)
+        t = best({"sp": lambda s=ours, o=out: s(frame, out=o), "cv2": opencv}, rounds)
         print(
             _row(
                 [
