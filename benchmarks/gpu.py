@@ -196,7 +196,7 @@ def report(times: dict[str, list[float]], plot: str) -> None:
     print(f"\nplot: {plot}")
 
 
-def pipeline_runs(frames: int = 64, size: int = 2048) -> None:
+def pipeline_runs(frames: int = 32, size: int = 2048) -> None:
     """A whole run (TIFF folder in and out, gaussian > median > sobel): CPU workers vs the GPU.
 
     The same files through ``backend: numpy`` and ``backend: cupy`` (chunks moved to the device
@@ -255,8 +255,8 @@ def main() -> None:
     )
     for dtype in (np.uint8, np.float32):
         anchors(cupy, dtype)
-    report(by_size(cupy), args.plot)
     pipeline_runs()
+    report(by_size(cupy), args.plot)
 
 
 if __name__ == "__main__":
