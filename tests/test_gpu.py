@@ -24,19 +24,10 @@ from scipy import ndimage as ndi
 
 import stencilpipe.ndfilters as ndf
 import stencilpipe.ndmorph as ndm
+from cuda_device import cupy_and_marks
 from stencilpipe.pipeline import parse_config, run
 
-cupy = pytest.importorskip("cupy", reason="CuPy is not installed")
-
-
-def _device_count() -> int:
-    try:
-        return cupy.cuda.runtime.getDeviceCount()
-    except cupy.cuda.runtime.CUDARuntimeError:
-        return 0
-
-
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_device_count() == 0, reason="no CUDA device")]
+cupy, pytestmark = cupy_and_marks()
 
 MODES = ["reflect", "constant", "nearest", "mirror", "wrap"]
 DISK = np.hypot(*np.mgrid[-3:4, -3:4]) <= 3

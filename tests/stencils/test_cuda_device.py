@@ -16,20 +16,11 @@ from kernels import declared_window, diff, lopsided, smooth, thresh, volume
 from test_against_oracle import random_array
 
 import stencilpipe as sp
+from cuda_device import cupy_and_marks
 from oracle import MODES, kernel_by_loop
 from stencilpipe.errors import KernelError
 
-cupy = pytest.importorskip("cupy", reason="CuPy is not installed")
-
-
-def _device_count() -> int:
-    try:
-        return cupy.cuda.runtime.getDeviceCount()
-    except cupy.cuda.runtime.CUDARuntimeError:
-        return 0
-
-
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_device_count() == 0, reason="no CUDA device")]
+cupy, pytestmark = cupy_and_marks()
 
 INTEGER_DTYPES = [np.uint8, np.int16, np.int32]
 
