@@ -196,7 +196,7 @@ def whole_run(tmp: Path) -> None:
                 [*COMMAND, "run", config.name, "--overwrite"], tmp
             ),
         },
-        rounds=3,
+        rounds=5,
         before=lambda: shutil.rmtree(out, ignore_errors=True),
     )
     title = f"{FRAMES} x 2048x2048 uint8 TIFFs, 3x3 mean, process start to exit (target: 1.2x)"
