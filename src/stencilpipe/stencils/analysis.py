@@ -64,7 +64,7 @@ class KernelInfo:
 
 
 def _where(filename: str, first_line: int, node: ast.AST | None) -> str:
-    line = first_line + (node.lineno - 1 if node is not None else 0)
+    line = first_line + (getattr(node, "lineno", 1) - 1 if node is not None else 0)
     return f"{filename}:{line}"
 
 
@@ -98,7 +98,7 @@ def index_interval(
     if isinstance(node, ast.Name):
         if node.id in loops:
             return loops[node.id]
-        value = env.get(node.id)
+        value: Any = env.get(node.id)
         if isinstance(value, int) and not isinstance(value, bool):
             return (value, value)
         if (

@@ -103,7 +103,8 @@ class _Ranges:
                 and all(isinstance(t, ast.Name) for t in target.elts)
             ):
                 values = [self.value(v) for v in value.elts]
-                self.locals.update(zip((t.id for t in target.elts), values))  # type: ignore[misc]
+                names = [t.id for t in target.elts if isinstance(t, ast.Name)]
+                self.locals.update(zip(names, values))
             else:
                 raise _Unknown
         else:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import sys
 import types
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,7 +75,7 @@ class _AccessRewriter(ast.NodeTransformer):
             return node
         array = node.value.id
         indices = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
-        shifted = [
+        shifted: list[ast.expr] = [
             ast.BinOp(left=ast.Name(id=c, ctx=ast.Load()), op=ast.Add(), right=index)
             for c, index in zip(self.centre, indices)
         ]
@@ -114,6 +115,7 @@ def _statement_line_map(
     """
     with compile_lock:  # ast.parse is not thread-safe (see .compile_lock)
         generated = ast.parse(generated_src).body[0]
+    assert isinstance(generated, ast.FunctionDef)
     ours = [n for s in generated.body for n in ast.walk(s) if isinstance(n, ast.stmt)]
     theirs = [n for s in transformed for n in ast.walk(s) if isinstance(n, ast.stmt)]
     return {g.lineno + offset: t.lineno for g, t in zip(ours, theirs)}
@@ -177,7 +179,8 @@ class _Narrow(ast.NodeTransformer):
         return node  # offsets stay as written
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
-        read = ast.Name(id=node.target.id, ctx=ast.Load())  # type: ignore[attr-defined]
+        assert isinstance(node.target, ast.Name)  # kernels assign to names only
+        read = ast.Name(id=node.target.id, ctx=ast.Load())
         total = self.visit(ast.copy_location(ast.BinOp(read, node.op, node.value), node))
         return ast.copy_location(ast.Assign(targets=[node.target], value=total), node)
 
@@ -222,11 +225,15 @@ def _point_function(
         body=body,
         decorator_list=[ast.Name(id="inlined" if not border else "device", ctx=ast.Load())],
         returns=None,
-        type_params=[],
+        **_TYPE_PARAMS,
     )
     ast.fix_missing_locations(fn)
     source = ast.unparse(fn)
     return PointSource(source, _statement_line_map(body, source, offset))
+
+
+#: Python 3.12's function nodes have ``type_params``, which its unparser reads; older ones none.
+_TYPE_PARAMS: dict[str, Any] = {"type_params": []} if sys.version_info >= (3, 12) else {}
 
 
 def _load_function(array: str, ndim: int, wide: str, mode: str) -> str:
