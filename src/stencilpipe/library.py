@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 
 from .stencils import Stencil
+from .stencils.gauss_int import INPUTS as FLOAT32_GAUSSIAN_INPUTS
+from .stencils.gauss_int import GaussianPass
 from .stencils.windows import ExtremumPass, RankWindow
 
 __all__ = ["mean", "gaussian", "sobel", "laplace", "minimum", "maximum", "median", "FILTERS"]
@@ -253,7 +255,12 @@ def gaussian(
         {_along(d, o, ndim): float(w[o + r]) for o in range(-r, r + 1)}
         for d, (w, r) in enumerate(zip(weights, radii))
     ]
-    return _separable("gaussian", _weighted_sum("gaussian", terms), passes, options)
+    whole = _separable("gaussian", _weighted_sum("gaussian", terms), passes, options)
+    if whole.passes is not None and ndim == 2:
+        # uint8 frames: float32, rounded as the float64 passes are (stencils.gauss_int).
+        halves = [tuple(float(v) for v in w[r:]) for w, r in zip(weights, radii)]
+        whole.passes.update(dict.fromkeys(FLOAT32_GAUSSIAN_INPUTS, (GaussianPass(*halves),)))
+    return whole
 
 
 def _along(axis: int, offset: int, ndim: int) -> tuple[int, ...]:

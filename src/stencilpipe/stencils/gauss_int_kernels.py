@@ -1,0 +1,69 @@
+"""The loop of :class:`.gauss_int.GaussianPass`: a separable symmetric filter of 8-bit frames
+in float32, with the points near a rounding boundary recomputed in float64 as scipy does.
+
+:mod:`.gauss_int` loads this file as a generated module (:func:`.modules.load_module`),
+so Numba's disk cache of it lives, and is locked, with the kernels' own.
+
+Each output row is computed in one sweep: the vertical pass over the ``2 r0 + 1`` input
+rows it reads into a float32 row (padded by the horizontal radius, folded by the
+boundary mode), then the horizontal pass over that row, rounded and stored. Both
+buffers are a few KiB: they stay in L1. A row whose float32 results all lie farther
+than ``limit`` from every rounding boundary (``k + 1/2``) is done; otherwise its
+flagged points are recomputed in float64 in scipy's order of operations
+(:func:`exact_point`), so the stored result is that of the float64 definition.
+"""
+
+import numba
+import numpy as np
+
+from stencilpipe.stencils import boundary
+from stencilpipe.stencils.store import store_as  # noqa: F401 (used by the generated loop)
+
+_SP_CACHE = True
+jit = numba.njit(cache=_SP_CACHE, nogil=True)
+inline = numba.njit(cache=_SP_CACHE, inline="always")
+
+#: Boundary modes as the loop takes them (:data:`.windows.MODE_CODES`).
+REFLECT, MIRROR, NEAREST = 0, 1, 2
+
+fold_reflect = jit(boundary.fold_reflect)
+fold_mirror = jit(boundary.fold_mirror)
+fold_nearest = jit(boundary.fold_nearest)
+
+
+@inline
+def fold(j, n, mode):
+    """Index ``j`` of an axis of ``n`` folded into it by ``mode`` (reflect, mirror, nearest)."""
+    if 0 <= j < n:
+        return j
+    if mode == REFLECT:
+        return fold_reflect(j, n)
+    if mode == MIRROR:
+        return fold_mirror(j, n)
+    return fold_nearest(j, n)
+
+
+@inline
+def column_exact(x, frame, rows, c, w0):
+    """The vertical pass at column ``c`` in float64, as scipy's correlate1d sums a
+    symmetric kernel: the centre's term, then ``(x[-k] + x[k]) * w[k]`` from the outside in."""
+    r0 = w0.size - 1
+    total = np.float64(x[frame, rows[r0], c]) * w0[0]
+    for k in range(r0, 0, -1):
+        pair = np.float64(x[frame, rows[r0 - k], c]) + np.float64(x[frame, rows[r0 + k], c])
+        total += pair * w0[k]
+    return total
+
+
+@jit
+def exact_point(x, frame, rows, j, w0, w1, mode):
+    """The float64 result at column ``j`` of the output row whose input rows are ``rows``
+    (folded): scipy's vertical pass, then its horizontal one, in scipy's order."""
+    n1 = x.shape[2]
+    r1 = w1.size - 1
+    total = column_exact(x, frame, rows, j, w0) * w1[0]
+    for k in range(r1, 0, -1):
+        before = column_exact(x, frame, rows, fold(j - k, n1, mode), w0)
+        after = column_exact(x, frame, rows, fold(j + k, n1, mode), w0)
+        total += (before + after) * w1[k]
+    return total

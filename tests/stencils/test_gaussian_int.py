@@ -1,0 +1,151 @@
+"""The uint8 gaussian in float32 (stencils/gauss_int.py) rounds exactly as its float64 definition.
+
+The oracle is the definition itself: scipy.ndimage.gaussian_filter of the frame as float64,
+rounded half to even (np.rint) and saturated. The frames include those the float32 shortcut
+could get wrong: constant frames, extremes, frames built of patches whose result lies
+within the error bound of a rounding boundary, and exact ties (dyadic weights).
+"""
+
+import pickle
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+from scipy import ndimage as ndi
+
+import stencilpipe as sp
+from stencilpipe.stencils import fused
+from stencilpipe.stencils.gauss_int import GaussianPass, error_bound
+
+MODES = ["reflect", "mirror", "nearest"]
+#: (sigma, truncate): 5x5, 9x9, and 5x7 (radii int(2.2 * sigma + 0.5): 2 and 3).
+SIGMAS = [(1.0, 2.0), (1.0, 4.0), ((0.7, 1.5), 2.2)]
+
+
+def definition(frames, sigma, truncate, mode, dtype=np.uint8):
+    """scipy's float64 gaussian of each frame, rounded half to even and saturated to ``dtype``."""
+    frames = np.asarray(frames, np.float64).reshape(-1, *np.shape(frames)[-2:])
+    exact = np.stack([ndi.gaussian_filter(f, sigma, truncate=truncate, mode=mode) for f in frames])
+    info = np.iinfo(dtype)
+    return np.clip(np.rint(exact), info.min, info.max).astype(dtype).reshape(frames.shape)
+
+
+def check(frames, sigma=1.0, truncate=2.0, mode="reflect"):
+    frames = frames.reshape(-1, *frames.shape[-2:])
+    got = sp.library.gaussian(sigma, truncate=truncate, boundary=mode)(frames)
+    np.testing.assert_array_equal(got, definition(frames, sigma, truncate, mode))
+
+
+def near_tie_frame(rng, sigma=1.0, truncate=2.0, tiles=16):
+    """A frame of 5x5 patches laid side by side, each one whose centre's float64 result lies
+    within 2e-4 of a rounding boundary (the float32 result may round either way)."""
+    pool = rng.integers(0, 256, (1024, 1024)).astype(np.uint8)
+    exact = ndi.gaussian_filter(pool / 1.0, sigma, truncate=truncate)
+    distance = np.abs(exact - np.floor(exact) - 0.5)
+    rows, cols = np.nonzero(distance[2:-2, 2:-2] < 2e-4)
+    picks = rng.permutation(len(rows))[: tiles * tiles]
+    patches = [pool[r : r + 5, c : c + 5] for r, c in zip(rows[picks], cols[picks])]
+    grid = np.array(patches).reshape(tiles, tiles, 5, 5)
+    return grid.transpose(0, 2, 1, 3).reshape(5 * tiles, 5 * tiles)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("sigma, truncate", SIGMAS)
+def test_random_frames_round_as_the_float64_definition(mode, sigma, truncate):
+    rng = np.random.default_rng(0)
+    check(rng.integers(0, 256, (3, 67, 129)).astype(np.uint8), sigma, truncate, mode)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (1, 7), (3, 2), (2, 9), (6, 5)])
+def test_frames_smaller_than_the_window(shape):
+    rng = np.random.default_rng(1)
+    for mode in MODES:
+        check(rng.integers(0, 256, shape).astype(np.uint8), 1.0, 4.0, mode)
+
+
+def test_constant_frames_of_every_value_and_extremes():
+    values = np.arange(256, dtype=np.uint8)[:, None, None]
+    check(np.broadcast_to(values, (256, 9, 11)).copy())
+    checker = (np.indices((40, 40)).sum(0) % 2 * 255).astype(np.uint8)
+    impulses = np.zeros((40, 40), np.uint8)
+    impulses[::7, ::5] = 255
+    for mode in MODES:
+        check(np.stack([checker, 255 - checker, impulses, 255 - impulses]), 1.0, 2.0, mode)
+
+
+def test_frames_built_to_sit_on_rounding_boundaries():
+    """Every 25th point lies within 2e-4 of k + 1/2: inside the error bound, so the float32
+    results there are recomputed in float64; some of them round the other way in float32."""
+    rng = np.random.default_rng(2)
+    frame = near_tie_frame(rng)
+    check(frame)
+    weights = ndi.gaussian_filter1d(np.eye(5)[2], 1.0, truncate=2.0).astype(np.float32)
+    in_float32 = np.float32(0)
+    for k, w in enumerate(weights):  # the float32 separable sum, as numpy computes it
+        in_float32 = in_float32 + w * np.roll(frame.astype(np.float32), 2 - k, 0)
+    across = np.float32(0)
+    for k, w in enumerate(weights):
+        across = across + w * np.roll(in_float32, 2 - k, 1)
+    (want,) = definition(frame, 1.0, 2.0, "reflect")
+    assert np.count_nonzero(np.rint(across[2:-2, 2:-2]) != want[2:-2, 2:-2]) > 0
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_exact_ties_round_half_to_even(mode):
+    """Dyadic weights ([1, 2, 1] / 4 per axis) put a sixteenth of random points exactly on a tie."""
+    rng = np.random.default_rng(3)
+    frames = rng.integers(0, 256, (2, 31, 45)).astype(np.uint8)
+    step = GaussianPass((0.5, 0.25), (0.5, 0.25))
+    uint8 = np.dtype(np.uint8)
+    kernel = step.compiled((uint8,), uint8, mode)
+    out = np.empty_like(frames)
+    kernel(frames, out, 0, rows=frames.shape[0] * frames.shape[1])
+    exact = ndi.correlate1d(frames / 1.0, [0.25, 0.5, 0.25], axis=1, mode=mode)
+    exact = ndi.correlate1d(exact, [0.25, 0.5, 0.25], axis=2, mode=mode)
+    assert np.mean(exact % 1 == 0.5) > 0.04
+    np.testing.assert_array_equal(out, np.rint(exact).astype(np.uint8))
+
+
+def test_the_bound_covers_the_float32_error():
+    """E for a 5x5 gaussian on uint8, and the float32 result of numpy's float32 arithmetic
+    (another order of the same operations) within it of the float64 one on random frames."""
+    half = ndi.gaussian_filter1d(np.eye(5)[2], 1.0, truncate=2.0)[2:]
+    bound = error_bound(half, half, 255)
+    assert 1e-4 < bound < 3e-4
+    frame = np.random.default_rng(4).integers(0, 256, (256, 256)).astype(np.uint8)
+    full = np.concatenate([half[:0:-1], half])
+    exact = ndi.correlate1d(ndi.correlate1d(frame / 1.0, full, 0), full, 1)
+    single = ndi.correlate1d(frame.astype(np.float32), full.astype(np.float32), 0)
+    single = ndi.correlate1d(single, full.astype(np.float32), 1)
+    assert np.abs(single - exact).max() < bound
+
+
+def test_integer_outputs_round_and_float_outputs_keep_the_fraction():
+    frames = near_tie_frame(np.random.default_rng(5), tiles=8)
+    exact = ndi.gaussian_filter(frames / 1.0, 1.0, truncate=2.0)
+    gaussian = sp.library.gaussian(1.0, truncate=2.0)
+    np.testing.assert_array_equal(
+        gaussian.with_options(dtype=np.int16)(frames), np.rint(exact).astype(np.int16)
+    )
+    np.testing.assert_array_equal(gaussian.with_options(dtype=np.float64)(frames), exact)
+
+
+def test_chunkings_strips_chains_and_pickles_agree():
+    rng = np.random.default_rng(6)
+    stack = np.stack([near_tie_frame(rng, tiles=10) for _ in range(3)])
+    gaussian = sp.library.gaussian(1.0, truncate=2.0, boundary="mirror")
+    want = definition(stack, 1.0, 2.0, "mirror")
+    np.testing.assert_array_equal(gaussian(stack), want)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(gaussian))(stack), want)
+    with dask.config.set(scheduler="sync"):
+        lazy = gaussian(da.from_array(stack, chunks=(1, 17, 23)))
+        np.testing.assert_array_equal(lazy.compute(), want)
+    mean = sp.library.mean(3, boundary="mirror")
+    saved = fused.STRIP_BYTES, fused.MIN_STRIP_ROWS
+    fused.STRIP_BYTES, fused.MIN_STRIP_ROWS = 1, 3
+    try:
+        chained = sp.chain(gaussian, mean)(stack)
+    finally:
+        fused.STRIP_BYTES, fused.MIN_STRIP_ROWS = saved
+    np.testing.assert_array_equal(chained, mean(want))
