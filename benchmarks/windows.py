@@ -7,7 +7,15 @@ filter, else to scipy. ``--compile`` also times, in fresh processes on an empty
 kernel cache, the first call of a 15x15 median: the window pass against the
 per-point selection network it replaces (minutes: off by default).
 
-    python benchmarks/windows.py [--threads 2] [--compile]
+``--large`` times issue 17's large windows instead: ``stencilpipe.ndfilters``'
+31x31 uniform, gaussian sigma 8, 15x15 minimum/maximum and 15x15 median against
+OpenCV's blur, GaussianBlur, erode/dilate and medianBlur (8-bit only above 5x5:
+there the 16-bit and float32 medians are set against OpenCV's uint8 median of the
+same frame), each pair interleaved
+round by round (:func:`side_by_side.interleaved`), and next to each its 5x5 (or
+sigma 2) row, to show how the time grows with the window.
+
+    python benchmarks/windows.py [--threads 2] [--compile] [--large]
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import time
 
 import numpy as np
 from common import best_time, print_table
+from side_by_side import interleaved, load
 
 PER_POINT_MEDIAN = """
 import numpy as np, stencilpipe as sp, time
@@ -52,10 +61,78 @@ def first_call(code: str) -> float:
     return float(done.stdout.split()[-1])
 
 
+def _large_pairs(name: str, x: np.ndarray) -> dict:
+    """``{filter: (ndfilters call, anchor call, anchor name)}`` for frame ``x`` of dtype
+    ``name``: each large window and a small one beside it."""
+    import cv2
+
+    import stencilpipe.ndfilters as ndf
+
+    reflect = cv2.BORDER_REFLECT  # scipy's reflect: d c b a | a b c d
+    pairs = {}
+    for size in (5, 31):
+        pairs[f"uniform {size}x{size}"] = (
+            lambda size=size: ndf.uniform_filter(x, size),
+            lambda size=size: cv2.blur(x, (size, size), borderType=reflect),
+            "cv2.blur",
+        )
+    for sigma in (2, 8):
+        k = 2 * int(4.0 * sigma + 0.5) + 1  # scipy's truncate=4 radius
+        pairs[f"gaussian sigma {sigma}"] = (
+            lambda sigma=sigma: ndf.gaussian_filter(x, sigma),
+            lambda sigma=sigma, k=k: cv2.GaussianBlur(x, (k, k), sigma, borderType=reflect),
+            "cv2.GaussianBlur",
+        )
+    for size in (5, 15):
+        box = np.ones((size, size), np.uint8)
+        pairs[f"minimum {size}x{size}"] = (
+            lambda size=size: ndf.minimum_filter(x, size),
+            lambda box=box: cv2.erode(x, box, borderType=reflect),
+            "cv2.erode",
+        )
+        pairs[f"maximum {size}x{size}"] = (
+            lambda size=size: ndf.maximum_filter(x, size),
+            lambda box=box: cv2.dilate(x, box, borderType=reflect),
+            "cv2.dilate",
+        )
+    narrow = x if name == "uint8" else (x * (255.0 / x.max())).astype(np.uint8)
+    for size in (5, 15):
+        # OpenCV's medianBlur takes 16-bit and float frames up to 5x5 only: above, the row
+        # times its uint8 median of the frame scaled to 8 bits (what a user would switch to).
+        wide = size == 5
+        source, anchor = (x, "cv2.medianBlur") if wide else (narrow, "cv2.medianBlur uint8")
+        pairs[f"median {size}x{size}"] = (
+            lambda size=size: ndf.median_filter(x, size),
+            lambda size=size, source=source: cv2.medianBlur(source, size),
+            anchor,
+        )
+    return pairs
+
+
+def large_windows(frames: dict[str, np.ndarray]) -> None:
+    """Issue 17's large windows, ndfilters against OpenCV (scipy where OpenCV has none)."""
+    print(f"\n# large windows, 2048x2048, ndfilters vs OpenCV ({load()})")
+    for name, x in frames.items():
+        print(f"\n## {name}\n")
+        print(
+            f"| {'filter':<18} | {'ndfilters ms':>12} | {'anchor':<20} | {'anchor ms':>9} | ratio |"
+        )
+        print(f"|{'-' * 20}|{'-' * 14}|{'-' * 22}|{'-' * 11}|-------|")
+        for what, (ours, theirs, anchor) in _large_pairs(name, x).items():
+            rounds = 2 if "median" in what else 5
+            (_, mine), (_, other) = interleaved({"ours": ours, "theirs": theirs}, rounds=rounds)
+            print(
+                f"| {what:<18} | {mine * 1e3:12.2f} | {anchor:<20} | {other * 1e3:9.2f} "
+                f"| {mine / other:5.2f} |"
+            )
+    print(f"\n({load()})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--compile", action="store_true", help="time first calls (minutes)")
+    parser.add_argument("--large", action="store_true", help="issue 17's large windows")
     args = parser.parse_args()
 
     import cv2
@@ -71,6 +148,10 @@ def main() -> None:
     frame16 = rng.integers(0, 65536, (2048, 2048), dtype=np.uint16)
     small32 = rng.random((512, 512), dtype=np.float32)
     reflect = cv2.BORDER_REFLECT
+    if args.large:
+        float32 = rng.random((2048, 2048), dtype=np.float32)
+        large_windows({"uint8": frame8, "uint16": frame16, "float32": float32})
+        return
 
     for size in (5, 15, 31):
         box = np.ones((size, size), np.uint8)

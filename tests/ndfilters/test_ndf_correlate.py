@@ -222,6 +222,26 @@ def test_uniform_filter_integers_differ_only_on_truncation_ties(mode, dtype):
     assert np.abs(ours - ndi.uniform_filter(x, 3, mode=mode, cval=2)).max() <= 1
 
 
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype", ["uint8", "int16", "float32", "float64"])
+def test_long_uniform_filters_run_scipys_running_sum(mode, dtype):
+    """Means longer than 3 run scipy's running sum (the stencil's CPU passes, wrap over a
+    padded copy): integer results identical to scipy's, floats within rounding; windows
+    longer than the array and shifted by origin too."""
+    x = np.concatenate([sample(dtype, 3, seed=seed) for seed in range(3)], -1)
+    for size, origin in [(15, 0), ((5, 4, 9), 1), ((6, 31, 4), -1)]:
+        kwargs = {"mode": mode, "cval": 7, "origin": origin}
+        ours, theirs = ndf.uniform_filter(x, size, **kwargs), ndi.uniform_filter(x, size, **kwargs)
+        if x.dtype.kind == "f":
+            assert_same(ours, theirs)
+        else:
+            np.testing.assert_array_equal(ours, theirs)
+    x = sample(dtype, 3)
+    expected = ndi.uniform_filter(x, 9, mode=mode, cval=7)
+    lazy = ndf.uniform_filter(da.from_array(x, chunks=(2, 3, 4)), 9, mode=mode, cval=7)
+    assert_same(lazy.compute(), expected)
+
+
 def test_uniform_filter_size_one_and_3d_per_axis_modes():
     x = sample("float64", 3)
     assert_same(ndf.uniform_filter(x, 1), x)

@@ -124,25 +124,12 @@ class Pass:
         (``across``), its loops running along the contiguous ``after`` (a 1-D kernel over
         a strided axis does not vectorise: 2-3x slower). Two compiled kernels serve every
         axis and dimensionality. None for a kernel with one index per axis of the array.
-    pads_wrap : bool
-        Under ``wrap``, run on NumPy arrays as the stencil under ``nearest`` over a copy
-        padded by wrapping, cropped: the stencil's CPU passes (:mod:`..stencils.windows`,
-        compiled once per dtype) then serve wrap too, where the stencil itself would run its
-        per-point kernel (a 15x15 median's: minutes of compiling).
     """
 
-    def __init__(
-        self,
-        build: Callable[..., Stencil],
-        mode: Any,
-        axis: int | None = None,
-        *,
-        pads_wrap: bool = False,
-    ):
+    def __init__(self, build: Callable[..., Stencil], mode: Any, axis: int | None = None):
         self.build = build
         self.mode = filter_mode(mode)
         self.axis = axis
-        self.pads_wrap = pads_wrap
 
 
 def _fits(cval: Any, dtype: np.dtype) -> bool:
@@ -169,7 +156,7 @@ def run_passes(array: Any, passes: Sequence[Pass], dtypes: Dtypes, cval: Any) ->
     for step, stencil, reads in _built(result.dtype, passes, cval, result.ndim):
         if result.dtype != reads:
             result = result.astype(reads)
-        if step.mode == "wrap" and step.pads_wrap and isinstance(result, np.ndarray):
+        if step.mode == "wrap" and _window_passes(stencil) and isinstance(result, np.ndarray):
             result = _wrapped(step, stencil, result)
         else:
             result = _run(step, stencil, result, step.mode, cval)
@@ -186,9 +173,16 @@ def _run(step: Pass, stencil: Stencil, array: Any, mode: str, cval: Any) -> Any:
     return stencil(array.reshape(lines), channel_axis=None, **options).reshape(shape)
 
 
+def _window_passes(stencil: Stencil) -> bool:
+    """Whether the CPU runs ``stencil`` as window passes (:mod:`..stencils.windows`), which
+    compile once per dtype, but which a stencil under ``wrap`` leaves for its per-point
+    kernel (a 15x15 median's: minutes of compiling): see :func:`_wrapped`."""
+    return bool(stencil.passes) and "cpu" in stencil.passes
+
+
 def _wrapped(step: Pass, stencil: Stencil, array: np.ndarray) -> np.ndarray:
     """``stencil`` under ``wrap`` as it runs under ``nearest`` over ``array`` padded by
-    wrapping (by its halo along the axes it filters, see :attr:`Pass.pads_wrap`), cropped."""
+    wrapping (by its halo along the axes it filters), cropped."""
     if step.axis is None:
         halo = list(stencil.halo)
     else:

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..library import _big_median, _from_source, _selection_network
 from ..stencils import Stencil
-from ..stencils.windows import ExtremumPass, RankWindow
+from ..stencils.windows import MEAN_STORES, ExtremumPass, MeanPass, RankWindow
 from ._casting import store_lines
 
 __all__ = [
@@ -112,20 +112,30 @@ def correlate1d_kernel(
     return _kernel("correlate1d", body, store)
 
 
+#: Means longer than this run scipy's running sum on the CPU (:class:`MeanPass`).
+RUNNING_MEAN_ABOVE = 3
+
+
 @functools.lru_cache(maxsize=128)
 def uniform1d_kernel(size: int, origin: int, store: np.dtype, across: bool = False) -> Stencil:
-    """The mean of ``size`` elements along a line (see :func:`_line_read`): a sum in order,
-    divided once.
+    """The mean of ``size`` elements along a line (see :func:`_line_read`).
 
-    scipy keeps a running sum along each line (whose rounding drifts along it);
-    this sum is exact for integers, and equals scipy's at each line's start.
+    The CPU runs scipy's running sum (:class:`~stencilpipe.stencils.windows.MeanPass`,
+    compiled once per dtype whatever the size and mode) for sizes above
+    :data:`RUNNING_MEAN_ABOVE` into :data:`~stencilpipe.stencils.windows.MEAN_STORES`;
+    the GPU, and other sizes and outputs, a sum in order divided once, which is exact for
+    integers and equals scipy's at each line's start.
     """
     before = size // 2
     reads = [_line_read(k - before - origin, across) for k in range(size)]
     body = [f"    t = np.float64({reads[0]})"]
     body += [f"    t += {read}" for read in reads[1:]]
     body.append(f"    t = t / {float(size)!r}")
-    return _kernel("uniform1d", body, store)
+    made = _kernel("uniform1d", body, store)
+    if size > RUNNING_MEAN_ABOVE and store in MEAN_STORES:
+        reach = (before + origin, size - 1 - before - origin)
+        made.passes = {"cpu": (MeanPass(0, *reach, 2 if across else 1),)}
+    return made
 
 
 @functools.lru_cache(maxsize=256)

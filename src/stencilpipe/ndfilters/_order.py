@@ -81,8 +81,7 @@ def _rank_pass(
                 return window_rank_kernel(offsets, rank, store)
             return rank_kernel(offsets, rank, store, dtype != store)
 
-        # Under wrap the window loops read a padded copy (see Pass).
-        return Pass(build_nd, mode, pads_wrap=window)
+        return Pass(build_nd, mode)
 
     extremum = rank in (0, len(offsets) - 1) and len(offsets) > EXTREMUM_PASS_ABOVE
 
@@ -92,7 +91,7 @@ def _rank_pass(
         line = tuple((k, 0) for (k,) in offsets) if across else offsets
         return rank_kernel(line, rank, store, dtype != store)
 
-    return Pass(build, mode, axis, pads_wrap=extremum)
+    return Pass(build, mode, axis)
 
 
 def _separable(array, sizes, origins, modes, axes, output, cval, minimum: bool, name: str):

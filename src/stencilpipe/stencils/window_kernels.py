@@ -30,10 +30,13 @@ inline = numba.njit(cache=_SP_CACHE, inline="always")
 #: Boundary modes as the loops take them (:data:`.windows.MODE_CODES`).
 REFLECT, MIRROR, NEAREST, WRAP, CONSTANT = 0, 1, 2, 3, 4
 
-fold_reflect = inline(boundary.fold_reflect)
-fold_mirror = inline(boundary.fold_mirror)
-fold_nearest = inline(boundary.fold_nearest)
-fold_wrap = inline(boundary.fold_wrap)
+#: Compiled once and called, not inlined: they run only outside the array, and Numba's
+#: inlining (``inline="always"``) copies a function's IR into each caller, which was most
+#: of the loops' compile time.
+fold_reflect = jit(boundary.fold_reflect)
+fold_mirror = jit(boundary.fold_mirror)
+fold_nearest = jit(boundary.fold_nearest)
+fold_wrap = jit(boundary.fold_wrap)
 
 #: Bytes of :func:`extremum`'s buffers: about a core's L2 cache (see :mod:`.fused`).
 BUFFER_BYTES = 1 << 20
@@ -317,3 +320,136 @@ def rank_histogram(x, out, cval, first, last, reach, kn, rank, mode, to, runs, l
             for u in range(runs.shape[0]):  # empty the histogram for the next line
                 for r in range(n - 1 + runs[u, 1], n - 1 + runs[u, 2]):
                     count(fine, coarse, shift, np.int32(values[runs[u, 0], r]) - low, -1)
+
+
+@inline
+def store_c(value, to, bits, signed):
+    """A double stored in ``to`` as scipy's C code stores it: cast for floats (``bits``
+    0); for integers of ``bits`` bits, truncated through int32's range (outside it,
+    int32's minimum) and wrapped (see :func:`stencilpipe.ndfilters._casting.store_lines`)."""
+    if bits == 0:
+        return to(value)
+    if -2147483649.0 < value < 2147483648.0:
+        v = np.int64(value)
+    else:
+        v = np.int64(-2147483648)
+    if bits == 32:
+        return to(v)
+    mask = (1 << bits) - 1
+    if signed:
+        half = 1 << (bits - 1)
+        return to(((v + half) & mask) - half)
+    return to(v & mask)
+
+
+@jit
+def running_mean(x, out, cval, first, last, before, after, mode, to, bits, signed):
+    """``out[l, i, :]`` = the mean of ``x[l, i - before : i + after + 1, :]``, as scipy's
+    ``uniform_filter1d`` computes it: a running sum in double (the first window summed
+    in order, then the element entering added after the one leaving is subtracted),
+    divided at each output. Bit for bit scipy's where the range starts a line (each
+    integer input: the sums are exact), in time independent of the window; a range from
+    mid-line (a thread's share) starts a sum of its own, within rounding of scipy's.
+
+    Positions and shapes as :func:`extremum`'s; the output stored by :func:`store_c`.
+    """
+    n, width = x.shape[1], x.shape[2]
+    size = before + after + 1
+    piece = max(size, BUFFER_BYTES // (8 * width) - size)
+    total = np.empty(width, np.float64)
+    leaving = np.empty(width, np.float64)
+    position = first
+    while position < last:
+        line = position // n
+        lo = position - line * n
+        hi = min(n, lo + last - position, lo + piece)
+        count = hi - lo
+        length = count + size - 1
+        values = np.empty((length, width), np.float64)
+        for r in range(length):
+            j = fold(lo - before + r, n, mode)
+            for w in range(width):
+                values[r, w] = cval if j < 0 else x[line, j, w]
+        if lo == 0 or position == first:  # a range from mid-line: its own sums (see below)
+            for w in range(width):
+                total[w] = 0.0
+            for r in range(size):
+                for w in range(width):
+                    total[w] += values[r, w]
+        else:  # continue the running sum from the previous piece of the line
+            for w in range(width):
+                total[w] += values[size - 1, w] - leaving[w]
+        for w in range(width):
+            out[line, lo, w] = store_c(total[w] / size, to, bits, signed)
+        for i in range(1, count):
+            for w in range(width):
+                total[w] += values[i + size - 1, w] - values[i - 1, w]
+                out[line, lo + i, w] = store_c(total[w] / size, to, bits, signed)
+        for w in range(width):
+            leaving[w] = values[count - 1, w]
+        position = hi + line * n
+
+
+#: Lines :func:`running_mean_lines` runs side by side (vectorised across them).
+LANES = 16
+
+
+@jit
+def running_mean_lines(x, out, cval, first, last, before, after, mode, to, bits, signed):
+    """As :func:`running_mean` along the last axis of ``(lines, n)`` arrays, for the whole
+    lines ``[first, last)``: :data:`LANES` lines at a time, transposed into a buffer
+    whose rows hold one position of each, so that each step of the running sums is one
+    vector operation across them (along one line it is a chain of dependent additions).
+    Every line is summed from its start: bit for bit scipy's."""
+    n = x.shape[1]
+    size = before + after + 1
+    length = n + size - 1
+    values = np.zeros((length, LANES), np.float64)
+    result = np.empty((n, LANES), out.dtype)
+    total = np.empty(LANES, np.float64)
+    for group in range(first, last, LANES):
+        m = min(LANES, last - group)
+        for r in range(length):  # position by position: m streams in, rows of values out
+            j = fold(r - before, n, mode)
+            for k in range(m):
+                values[r, k] = cval if j < 0 else x[group + k, j]
+        for k in range(LANES):
+            total[k] = 0.0
+        for r in range(size):
+            for k in range(LANES):
+                total[k] += values[r, k]
+        for k in range(LANES):
+            result[0, k] = store_c(total[k] / size, to, bits, signed)
+        for i in range(1, n):
+            for k in range(LANES):
+                total[k] += values[i + size - 1, k] - values[i - 1, k]
+                result[i, k] = store_c(total[k] / size, to, bits, signed)
+        for i in range(n):
+            for k in range(m):
+                out[group + k, i] = result[i, k]
+
+
+@jit
+def extremum_points(x, out, cval, first, last, reach, kn, rank, mode, to, points, largest):
+    """As :func:`rank_network` for the minimum or maximum (``largest``; ``rank`` is 0 or the
+    last) of the window: one comparison per place and point, a block of a row's points at
+    a time (vectorised)."""
+    a0, a1, n = x.shape[1], x.shape[2], x.shape[3]
+    lines = reach[1] * reach[3]
+    values = np.empty((lines, n + kn - 1), x.dtype)
+    best = np.empty(NETWORK_BLOCK, x.dtype)
+    for t in range(first, last):
+        b, i0 = t // a0, t % a0
+        for i1 in range(a1):
+            gather(x, b, i0, i1, reach, mode, cval, values)
+            for start in range(0, n, NETWORK_BLOCK):
+                m = min(NETWORK_BLOCK, n - start)
+                q, r = points[0] // kn, points[0] % kn
+                copy(values[q, start + r : start + r + m], best[:m])
+                for k in range(1, points.size):
+                    q, r = points[k] // kn, points[k] % kn
+                    row = values[q, start + r : start + r + m]
+                    for i in range(m):
+                        best[i] = better(best[i], row[i], largest)
+                for i in range(m):
+                    out[b, i0, i1, start + i] = store_as(best[i], to)

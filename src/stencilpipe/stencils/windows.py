@@ -28,7 +28,7 @@ import numpy as np
 from .modules import load_module
 from .threads import run_rows
 
-__all__ = ["ExtremumPass", "HISTOGRAM_ABOVE", "MODE_CODES", "RankWindow"]
+__all__ = ["ExtremumPass", "HISTOGRAM_ABOVE", "MEAN_STORES", "MODE_CODES", "MeanPass", "RankWindow"]
 
 #: The loops' codes of the boundary modes.
 MODE_CODES = {"reflect": 0, "mirror": 1, "nearest": 2, "wrap": 3, "constant": 4}
@@ -79,8 +79,43 @@ class _Rows:
         self._call(x, out, x.dtype.type(cval), 0, 0, self._out_type)
 
 
+class _LinePass:
+    """A window of ``before + 1 + after`` elements along core ``axis`` of arrays of ``ndim``
+    core dimensions (the subclasses' attributes)."""
+
+    axis: int
+    before: int
+    after: int
+    ndim: int
+
+    dtype = None  # the input's
+
+    @property
+    def halo(self) -> tuple[tuple[int, int], ...]:
+        return tuple(
+            (self.before, self.after) if d == self.axis else (0, 0) for d in range(self.ndim)
+        )
+
+    def _lines(self, x: np.ndarray, out: np.ndarray, start: int, stop: int) -> tuple:
+        """``x`` and ``out`` as ``(lines, n, width)`` with the window along ``n``, and the
+        flat positions of rows ``[start, stop)`` in them."""
+        batch, *core = x.shape
+        if self.ndim == 1:  # a row is a whole frame
+            shape = (batch, core[0], 1)
+            first, last = start * core[0], stop * core[0]
+        elif self.axis == 0:  # a row is a position along the axis
+            shape = (batch, core[0], math.prod(core[1:]))
+            first, last = start, stop
+        else:
+            before = math.prod(core[1 : self.axis])
+            shape = (batch * core[0] * before, core[self.axis], math.prod(core[self.axis + 1 :]))
+            per_row = before * core[self.axis]
+            first, last = start * per_row, stop * per_row
+        return _view(x, shape), _view(out, shape), first, last
+
+
 @dataclass(frozen=True)
-class ExtremumPass:
+class ExtremumPass(_LinePass):
     """Minimum or maximum over ``before + 1 + after`` elements along core ``axis``.
 
     Attributes
@@ -105,14 +140,6 @@ class ExtremumPass:
     def name(self) -> str:
         return f"{'maximum' if self.largest else 'minimum'}_axis{self.axis}"
 
-    @property
-    def halo(self) -> tuple[tuple[int, int], ...]:
-        return tuple(
-            (self.before, self.after) if d == self.axis else (0, 0) for d in range(self.ndim)
-        )
-
-    dtype = None  # the input's
-
     def compiled(self, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str) -> _Rows:
         """The pass for one input dtype, output dtype and boundary ``mode``."""
         loops = _loops()
@@ -131,22 +158,50 @@ class ExtremumPass:
 
         return _Rows(call, out_dtype.type)
 
-    def _lines(self, x: np.ndarray, out: np.ndarray, start: int, stop: int) -> tuple:
-        """``x`` and ``out`` as ``(lines, n, width)`` with the window along ``n``, and the
-        flat positions of rows ``[start, stop)`` in them."""
-        batch, *core = x.shape
-        if self.ndim == 1:  # a row is a whole frame
-            shape = (batch, core[0], 1)
-            first, last = start * core[0], stop * core[0]
-        elif self.axis == 0:  # a row is a position along the axis
-            shape = (batch, core[0], math.prod(core[1:]))
-            first, last = start, stop
-        else:
-            before = math.prod(core[1 : self.axis])
-            shape = (batch * core[0] * before, core[self.axis], math.prod(core[self.axis + 1 :]))
-            per_row = before * core[self.axis]
-            first, last = start * per_row, stop * per_row
-        return _view(x, shape), _view(out, shape), first, last
+
+#: Output dtypes :class:`MeanPass` stores as scipy's C code does.
+MEAN_STORES = frozenset(
+    np.dtype(t) for t in ("uint8", "int8", "uint16", "int16", "int32", "float32", "float64")
+)
+
+
+@dataclass(frozen=True)
+class MeanPass(_LinePass):
+    """scipy's ``uniform_filter1d`` over ``before + 1 + after`` elements along core
+    ``axis``: a running sum, stored as scipy stores a double
+    (:func:`.window_kernels.running_mean`), for outputs of :data:`MEAN_STORES`.
+
+    Attributes are :class:`ExtremumPass`'s but ``largest``.
+    """
+
+    axis: int
+    before: int
+    after: int
+    ndim: int
+
+    name = "running_mean"
+
+    def compiled(self, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str) -> _Rows:
+        """The pass for one input dtype, output dtype and boundary ``mode``."""
+        loops = _loops()
+        bits = 0 if out_dtype.kind == "f" else 8 * out_dtype.itemsize
+        options = (self.before, self.after, MODE_CODES[mode])
+
+        signed = out_dtype.kind == "i"
+
+        def call(x, out, cval, start, stop, to):
+            xs, outs, first, last = self._lines(x, out, start, stop)
+            if xs.shape[2] == 1:  # along the last axis: whole lines
+                lines = xs.shape[:2]
+                n = lines[1]
+                xs, outs = _view(xs, lines), _view(outs, lines)
+                loops.running_mean_lines(
+                    xs, outs, cval, first // n, last // n, *options, to, bits, signed
+                )
+            else:
+                loops.running_mean(xs, outs, cval, first, last, *options, to, bits, signed)
+
+        return _Rows(call, out_dtype.type)
 
 
 #: 8- and 16-bit windows of more elements than this select with a sliding histogram, others
@@ -172,9 +227,11 @@ class RankWindow:
         The window's places in the box (flat, C order, increasing): a footprint. None for
         the whole box.
 
-    A sliding histogram for 8/16-bit windows above :data:`HISTOGRAM_ABOVE` elements, else
-    a selection network for ``rank`` run as data (:func:`.window_kernels.rank_network`):
-    either compiles once per dtype, whatever the window.
+    The minimum or maximum by one comparison per point
+    (:func:`.window_kernels.extremum_points`); other ranks by a sliding histogram for
+    8/16-bit windows above :data:`HISTOGRAM_ABOVE` elements, else by a selection network
+    for ``rank`` run as data (:func:`.window_kernels.rank_network`): each compiles once
+    per dtype, whatever the window.
     """
 
     reach: tuple[tuple[int, int], ...]
@@ -226,7 +283,10 @@ class RankWindow:
         code = MODE_CODES[mode]
         kn = sizes[-1]
         extra: tuple
-        if dtype.itemsize <= 2 and dtype.kind in "iub" and self.size > HISTOGRAM_ABOVE:
+        if self.rank in (0, self.size - 1):
+            extra = (self._places().astype(np.intp), self.rank > 0)
+            loop = loops.extremum_points
+        elif dtype.itemsize <= 2 and dtype.kind in "iub" and self.size > HISTOGRAM_ABOVE:
             low = int(np.iinfo(dtype).min) if dtype.kind in "iu" else 0
             extra = (self._runs(kn), low, 4 * dtype.itemsize)
             loop = loops.rank_histogram
