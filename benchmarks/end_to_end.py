@@ -1,7 +1,9 @@
 """End to end: 200 uint8 2048x2048 TIFFs in, 3x3 mean, 200 out, against its anchors in one run.
 
 The anchor is the bare Python loop a user would write: tifffile read, stencilpipe's compiled
-smooth, tifffile write, one file at a time (timed in a warm process). Beside it:
+smooth, tifffile write, one file at a time, timed in a warm process and, for the whole-run
+target, as a script from process start (``benchmarks/startup.py`` part ``run`` adds the loop
+with one sync at its end, the anchor for durable outputs). Beside it:
 
 * ``stencilpipe run`` as a user runs it, from process start to exit: on threads of its own
   process (what a run that leaves the cluster to stencilpipe does up to
@@ -98,6 +100,7 @@ def main() -> None:
         base = np.random.default_rng(0).integers(0, 256, (SIZE, SIZE), dtype=np.uint8)
         for i in range(FRAMES):
             tifffile.imwrite(src / f"frame_{i:03d}.tif", base + np.uint8(i))
+        os.sync()  # else the run's end-of-run flush also waits for the inputs' writeback
         smooth(base)  # compile outside the timings
         config = tmp / "run.yaml"
         config.write_text(
@@ -123,6 +126,8 @@ def main() -> None:
         ]  # fmt: skip
     title = f"end to end, {FRAMES} x {SIZE}x{SIZE} uint8 TIFFs, 3x3 mean (target: run <= 1.2x)"
     print_table(title, rows, rows[0][0])
+    # The issue compares whole runs: the loop as a script, from process start, is the anchor.
+    print_table(f"{title}, against the loop script", rows, rows[3][0])
 
 
 if __name__ == "__main__":
