@@ -40,6 +40,7 @@ from stencilpipe.stencils.threads import set_num_threads
 SIZE = 2048
 THREADS = 2
 REFLECT = cv2.BORDER_REFLECT  # scipy's and stencilpipe's "reflect"
+MIRROR = cv2.BORDER_REFLECT_101  # "mirror": OpenCV's default border
 NEAREST = cv2.BORDER_REPLICATE  # "nearest": the only border medianBlur has
 
 
@@ -71,6 +72,11 @@ def filters(dtype: np.dtype) -> dict[str, tuple[sp.Stencil, Callable[[np.ndarray
             sp.library.gaussian(1.0, truncate=2.0),
             lambda f: cv2.GaussianBlur(f, (5, 5), 1.0, borderType=REFLECT),
             lambda f: ndi.gaussian_filter(f, 1.0, truncate=2.0),
+        ),
+        "gaussian 5x5 (sigma 1, mirror)": (
+            sp.library.gaussian(1.0, truncate=2.0, boundary="mirror"),
+            lambda f: cv2.GaussianBlur(f, (5, 5), 1.0, borderType=MIRROR),
+            lambda f: ndi.gaussian_filter(f, 1.0, truncate=2.0, mode="mirror"),
         ),
         "sobel axis 0": (
             sp.library.sobel(0),
@@ -104,8 +110,9 @@ def _row(cells: list[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def filter_table(frames: int, rounds: int, rng: np.random.Generator) -> None:
-    """One table per integer dtype: each filter's times and ratios, float32 beside it."""
+def filter_table(frames: int, rounds: int, rng: np.random.Generator, match: str = "") -> None:
+    """One table per integer dtype: each filter's times and ratios, float32 beside it; only
+    the filters whose name contains ``match``."""
     shape = (SIZE, SIZE) if frames == 1 else (frames, SIZE, SIZE)
     where = "one frame" if frames == 1 else f"{frames}-frame stack"
     floats = rng.integers(0, 256, shape).astype(np.float32)
@@ -119,6 +126,8 @@ def filter_table(frames: int, rounds: int, rng: np.random.Generator) -> None:
         print(_row(header + ["sp/copy"]) + "\n" + _row(["---"] * (len(header) + 1)))
         copy_out = np.empty_like(data)
         for name, (ours, opencv, scipy) in filters(np.dtype(dtype)).items():
+            if match not in name:
+                continue
             out, out32 = np.empty_like(data), np.empty_like(floats)
             candidates = {
                 "sp": lambda s=ours, x=data, o=out: s(x, out=o),
@@ -266,15 +275,16 @@ def main() -> None:
     parser.add_argument("--stack", type=int, default=64, help="frames in the stack")
     parser.add_argument("--large", action="store_true", help="also time the large windows")
     parser.add_argument("--only", choices=["frame", "stack", "chain", "compile"], default=None)
+    parser.add_argument("--match", default="", help="only the filters whose name contains it")
     args = parser.parse_args()
     set_num_threads(THREADS)
     cv2.setNumThreads(THREADS)
     rng = np.random.default_rng(0)
     print(f"threads: stencilpipe {THREADS}, cv2 {cv2.getNumThreads()}, scipy 1")
     if args.only in (None, "frame"):
-        filter_table(1, args.rounds, rng)
+        filter_table(1, args.rounds, rng, args.match)
     if args.only in (None, "stack"):
-        filter_table(args.stack, max(3, args.rounds // 3), rng)
+        filter_table(args.stack, max(3, args.rounds // 3), rng, args.match)
     if args.only in (None, "chain"):
         chain_table(1, args.rounds, rng)
         chain_table(args.stack, max(3, args.rounds // 3), rng)

@@ -90,24 +90,33 @@ class GaussianPass:
 
     def compiled(self, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str) -> _Rows:
         """The pass for one input dtype, integer output dtype and boundary ``mode``
-        (reflect, mirror or nearest)."""
+        (reflect, mirror or nearest).
+
+        The same object on every call with the same arguments: it runs on the threads
+        only once it has run (compiled) in this process (:class:`.windows._Rows`).
+        """
         (dtype,) = in_dtypes
         if dtype not in INPUTS or out_dtype.kind not in "iu" or mode not in _FOLDED:
             raise ValueError(f"{self.name}: no pass for {dtype} -> {out_dtype} under {mode}")
-        loops = _loops(len(self.half0) - 1, len(self.half1) - 1)
-        w0, w1 = np.array(self.half0), np.array(self.half1)
-        v0, v1 = w0.astype(np.float32), w1.astype(np.float32)
-        largest = int(np.iinfo(dtype).max)
-        # Flag |y - rint(y)| > limit: a point within 1/2 - limit of a boundary; limit is
-        # rounded down, so every point within E is flagged.
-        limit = np.nextafter(np.float32(0.5 - error_bound(w0, w1, largest)), np.float32(0))
-        code = MODE_CODES[mode]
-        bounds = _float32_range(out_dtype)
+        return _compiled(self, dtype, out_dtype, mode)
 
-        def call(x, out, cval, start, stop, to):
-            loops.separable_rows(x, out, start, stop, v0, v1, w0, w1, limit, *bounds, code, to)
 
-        return _Rows(call, out_dtype.type)
+@functools.cache
+def _compiled(step: GaussianPass, dtype: np.dtype, out_dtype: np.dtype, mode: str) -> _Rows:
+    loops = _loops(len(step.half0) - 1, len(step.half1) - 1)
+    w0, w1 = np.array(step.half0), np.array(step.half1)
+    v0, v1 = w0.astype(np.float32), w1.astype(np.float32)
+    largest = int(np.iinfo(dtype).max)
+    # Flag |y - rint(y)| > limit: a point within 1/2 - limit of a boundary; limit is
+    # rounded down, so every point within E is flagged.
+    limit = np.nextafter(np.float32(0.5 - error_bound(w0, w1, largest)), np.float32(0))
+    code = MODE_CODES[mode]
+    bounds = _float32_range(out_dtype)
+
+    def call(x, out, cval, start, stop, to):
+        loops.separable_rows(x, out, start, stop, v0, v1, w0, w1, limit, *bounds, code, to)
+
+    return _Rows(call, out_dtype.type)
 
 
 #: The modes the loop folds indices by (their codes are :data:`.windows.MODE_CODES`).
