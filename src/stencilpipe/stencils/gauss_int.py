@@ -113,8 +113,10 @@ def _compiled(step: GaussianPass, dtype: np.dtype, out_dtype: np.dtype, mode: st
     code = MODE_CODES[mode]
     bounds = _float32_range(out_dtype)
 
+    # ``to`` (the output's type) is not passed on: Numba types a class argument in Python,
+    # ~20 us a call, and a call runs per piece of rows. The store casts.
     def call(x, out, cval, start, stop, to):
-        loops.separable_rows(x, out, start, stop, v0, v1, w0, w1, limit, *bounds, code, to)
+        loops.separable_rows(x, out, start, stop, v0, v1, w0, w1, limit, *bounds, code)
 
     return _Rows(call, out_dtype.type)
 
@@ -126,7 +128,7 @@ _FOLDED = ("reflect", "mirror", "nearest")
 def _float32_range(dtype: np.dtype) -> tuple[np.float32, np.float32]:
     """``dtype``'s range as float32 bounds to clamp rounded results to (within 2**24: a
     result never gets that far, see :class:`GaussianPass`), so the store is float32 lanes
-    (:func:`.store.saturate` compares in float64)."""
+    (:func:`.store.saturate` compares in float64) and a cast of an integral value."""
     info = np.iinfo(dtype)
     return np.float32(max(int(info.min), -(2**24))), np.float32(min(int(info.max), 2**24))
 
@@ -166,11 +168,13 @@ def _rows_source(r0: int, r1: int) -> str:
 _ROWS = '''
 
 @jit
-def separable_rows(x, out, first, last, v0, v1, w0, w1, limit, low, high, mode, to):
+def separable_rows(x, out, first, last, v0, v1, w0, w1, limit, low, high, mode):
     """Rows ``[first, last)`` (``frame * n0 + i``) of ``out``, a ``(batch, n0, n1)`` array:
     the separable filter of ``x`` with float32 half-kernels ``v0`` (axis 0) and ``v1``
-    (axis 1), stored as integer type ``to``; points within ``1/2 - limit`` of a rounding
-    boundary are recomputed with the float64 ``w0``, ``w1`` (:func:`exact_point`)."""
+    (axis 1), rounded and clamped to ``[low, high]`` (``out``'s range); points within
+    ``1/2 - limit`` of a rounding boundary are recomputed with the float64 ``w0``, ``w1``
+    (:func:`exact_point`). No fastmath: Numba compiles the functions it calls with the
+    caller's flags, and fused multiply-adds would leave scipy's float64 order."""
     n0, n1 = x.shape[1], x.shape[2]
     line = np.empty(n1 + {r1} * 2, np.float32)
     rows = np.empty({r0} * 2 + 1, np.intp)
@@ -198,12 +202,13 @@ def separable_rows(x, out, first, last, v0, v1, w0, w1, limit, low, high, mode, 
             flags[j] = flagged
             near |= flagged
             rounded = rounded if rounded > low else low
-            target[j] = to(rounded if rounded < high else high)
+            target[j] = rounded if rounded < high else high
         if near:  # find the flags 8 at a time
             for word in range(words.size):
                 if words[word]:
                     for j in range(8 * word, min(8 * word + 8, n1)):
                         if flags[j]:
-                            y = exact_point(x, frame, rows, j, w0, w1, mode)
-                            target[j] = store_as(y, to)
+                            y = np.rint(exact_point(x, frame, rows, j, w0, w1, mode))
+                            y = y if y > low else low
+                            target[j] = y if y < high else high
 '''

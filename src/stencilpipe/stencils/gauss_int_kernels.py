@@ -17,7 +17,6 @@ import numba
 import numpy as np
 
 from stencilpipe.stencils import boundary
-from stencilpipe.stencils.store import store_as  # noqa: F401 (used by the generated loop)
 
 _SP_CACHE = True
 jit = numba.njit(cache=_SP_CACHE, nogil=True)
