@@ -12,9 +12,10 @@ Each figure is a candidate's best round; every round runs each candidate of a ro
 in turn (:func:`side_by_side.interleaved`), so a load change on a shared machine hits them
 all alike (with medians, used before, the identical 3x3 minimum and maximum kernels took
 1.1 and 5.4 ms in one run at load 7 on 2 cores). Each table prints the machine's load.
-Both libraries use 2 threads.
+Both libraries use 2 threads (``--threads``).
 
-Run: ``python benchmarks/integer.py [--rounds N] [--stack N] [--large]``.
+Run: ``python benchmarks/integer.py [--rounds N] [--stack N] [--large] [--match NAME]
+[--threads N]``.
 """
 
 from __future__ import annotations
@@ -276,11 +277,17 @@ def main() -> None:
     parser.add_argument("--large", action="store_true", help="also time the large windows")
     parser.add_argument("--only", choices=["frame", "stack", "chain", "compile"], default=None)
     parser.add_argument("--match", default="", help="only the filters whose name contains it")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=THREADS,
+        help="threads of both libraries (1: steadier ratios on a shared machine)",
+    )
     args = parser.parse_args()
-    set_num_threads(THREADS)
-    cv2.setNumThreads(THREADS)
+    set_num_threads(args.threads)
+    cv2.setNumThreads(args.threads)
     rng = np.random.default_rng(0)
-    print(f"threads: stencilpipe {THREADS}, cv2 {cv2.getNumThreads()}, scipy 1")
+    print(f"threads: stencilpipe {args.threads}, cv2 {cv2.getNumThreads()}, scipy 1")
     if args.only in (None, "frame"):
         filter_table(1, args.rounds, rng, args.match)
     if args.only in (None, "stack"):
