@@ -8,6 +8,7 @@ import pytest
 from kernels import smooth
 
 import stencilpipe as sp
+from stencilpipe.ndfilters._kernels import uniform1d_kernel
 from stencilpipe.stencils import threads
 
 
@@ -32,6 +33,11 @@ def work():
         smooth,
         sp.library.mean(3),  # separable: 1-D passes over strips
         sp.chain(sp.library.gaussian(1.0), sp.library.sobel(0)),  # fused
+        sp.library.gaussian(1.0),  # uint8: the float32 sweep (stencils.gauss_int)
+        sp.library.minimum(15),  # van Herk/Gil-Werman passes (stencils.windows)
+        sp.library.median(15),  # a sliding histogram (stencils.windows.RankWindow)
+        sp.library.median(5),  # a selection network run as data
+        uniform1d_kernel(31, 0, np.dtype(np.uint8), across=True),  # a running sum
     ]
 
 

@@ -22,7 +22,7 @@ from types import ModuleType
 import numpy as np
 
 from .modules import load_module
-from .windows import MODE_CODES, _Rows
+from .windows import MODE_CODES, CachedPass, _Rows
 
 __all__ = ["GaussianPass", "INPUTS", "error_bound"]
 
@@ -65,7 +65,7 @@ def error_bound(half0: np.ndarray, half1: np.ndarray, largest: int) -> float:
 
 
 @dataclass(frozen=True)
-class GaussianPass:
+class GaussianPass(CachedPass):
     """Both passes of a separable symmetric 2-D filter, as one pass of
     :func:`.fused.run_passes` for the inputs of :data:`INPUTS` and integer outputs, under
     reflect, mirror and nearest. The weights' absolute sums times the largest input stay
@@ -88,37 +88,29 @@ class GaussianPass:
         r0, r1 = len(self.half0) - 1, len(self.half1) - 1
         return ((r0, r0), (r1, r1))
 
-    def compiled(self, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str) -> _Rows:
+    def _build(self, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str) -> _Rows:
         """The pass for one input dtype, integer output dtype and boundary ``mode``
-        (reflect, mirror or nearest).
-
-        The same object on every call with the same arguments: it runs on the threads
-        only once it has run (compiled) in this process (:class:`.windows._Rows`).
-        """
+        (reflect, mirror or nearest)."""
         (dtype,) = in_dtypes
         if dtype not in INPUTS or out_dtype.kind not in "iu" or mode not in _FOLDED:
             raise ValueError(f"{self.name}: no pass for {dtype} -> {out_dtype} under {mode}")
-        return _compiled(self, dtype, out_dtype, mode)
+        half0, half1 = self.half0, self.half1
+        loops = _loops(len(half0) - 1, len(half1) - 1)
+        w0, w1 = np.array(half0), np.array(half1)
+        v0, v1 = w0.astype(np.float32), w1.astype(np.float32)
+        largest = int(np.iinfo(dtype).max)
+        # Flag |y - rint(y)| > limit: a point within 1/2 - limit of a boundary; limit is
+        # rounded down, so every point within E is flagged.
+        limit = np.nextafter(np.float32(0.5 - error_bound(w0, w1, largest)), np.float32(0))
+        code = MODE_CODES[mode]
+        bounds = _float32_range(out_dtype)
 
+        # ``to`` (the output's type) is not passed on: Numba types a class argument in Python,
+        # ~20 us a call, and a call runs per piece of rows. The store casts.
+        def call(x, out, cval, start, stop, to):
+            loops.separable_rows(x, out, start, stop, v0, v1, w0, w1, limit, *bounds, code)
 
-@functools.cache
-def _compiled(step: GaussianPass, dtype: np.dtype, out_dtype: np.dtype, mode: str) -> _Rows:
-    loops = _loops(len(step.half0) - 1, len(step.half1) - 1)
-    w0, w1 = np.array(step.half0), np.array(step.half1)
-    v0, v1 = w0.astype(np.float32), w1.astype(np.float32)
-    largest = int(np.iinfo(dtype).max)
-    # Flag |y - rint(y)| > limit: a point within 1/2 - limit of a boundary; limit is
-    # rounded down, so every point within E is flagged.
-    limit = np.nextafter(np.float32(0.5 - error_bound(w0, w1, largest)), np.float32(0))
-    code = MODE_CODES[mode]
-    bounds = _float32_range(out_dtype)
-
-    # ``to`` (the output's type) is not passed on: Numba types a class argument in Python,
-    # ~20 us a call, and a call runs per piece of rows. The store casts.
-    def call(x, out, cval, start, stop, to):
-        loops.separable_rows(x, out, start, stop, v0, v1, w0, w1, limit, *bounds, code)
-
-    return _Rows(call, out_dtype.type)
+        return _Rows(call, out_dtype.type)
 
 
 #: The modes the loop folds indices by (their codes are :data:`.windows.MODE_CODES`).

@@ -28,7 +28,15 @@ import numpy as np
 from .modules import load_module
 from .threads import run_rows
 
-__all__ = ["ExtremumPass", "HISTOGRAM_ABOVE", "MEAN_STORES", "MODE_CODES", "MeanPass", "RankWindow"]
+__all__ = [
+    "CachedPass",
+    "ExtremumPass",
+    "HISTOGRAM_ABOVE",
+    "MEAN_STORES",
+    "MODE_CODES",
+    "MeanPass",
+    "RankWindow",
+]
 
 #: The loops' codes of the boundary modes.
 MODE_CODES = {"reflect": 0, "mirror": 1, "nearest": 2, "wrap": 3, "constant": 4}
@@ -79,7 +87,31 @@ class _Rows:
         self._call(x, out, x.dtype.type(cval), 0, 0, self._out_type)
 
 
-class _LinePass:
+class CachedPass:
+    """A pass of :func:`.fused.run_passes` whose compiled form is made once per input
+    dtypes, output dtype and mode, by the subclass's ``_build``.
+
+    The same :class:`_Rows` on every call with the same arguments matters: a ``_Rows``
+    runs on the threads only once it has run (compiled) in this process.
+    """
+
+    def compiled(self, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str) -> _Rows:
+        """The pass for one input dtype, output dtype and boundary ``mode``."""
+        return _compiled_pass(self, tuple(in_dtypes), out_dtype, mode)
+
+    def _build(self, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str) -> _Rows:
+        """Make the pass (once per arguments: :meth:`compiled` caches it)."""
+        raise NotImplementedError
+
+
+@functools.cache
+def _compiled_pass(
+    step: CachedPass, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str
+) -> _Rows:
+    return step._build(in_dtypes, out_dtype, mode)
+
+
+class _LinePass(CachedPass):
     """A window of ``before + 1 + after`` elements along core ``axis`` of arrays of ``ndim``
     core dimensions (the subclasses' attributes)."""
 
@@ -140,8 +172,7 @@ class ExtremumPass(_LinePass):
     def name(self) -> str:
         return f"{'maximum' if self.largest else 'minimum'}_axis{self.axis}"
 
-    def compiled(self, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str) -> _Rows:
-        """The pass for one input dtype, output dtype and boundary ``mode``."""
+    def _build(self, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str) -> _Rows:
         loops = _loops()
         code = MODE_CODES[mode]
         options = (self.before, self.after, code, self.largest)
@@ -181,8 +212,7 @@ class MeanPass(_LinePass):
 
     name = "running_mean"
 
-    def compiled(self, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str) -> _Rows:
-        """The pass for one input dtype, output dtype and boundary ``mode``."""
+    def _build(self, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str) -> _Rows:
         loops = _loops()
         bits = 0 if out_dtype.kind == "f" else 8 * out_dtype.itemsize
         options = (self.before, self.after, MODE_CODES[mode])
@@ -213,7 +243,7 @@ HISTOGRAM_ABOVE = 150
 
 
 @dataclass(frozen=True)
-class RankWindow:
+class RankWindow(CachedPass):
     """The value of ``rank`` (in sorted order) among a window, for 1 to 3 core axes.
 
     Attributes
@@ -267,8 +297,7 @@ class RankWindow:
         stops = np.concatenate([breaks, [len(places)]])
         return np.stack([lines[starts], along[starts], along[stops - 1] + 1], 1).astype(np.intp)
 
-    def compiled(self, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str) -> _Rows:
-        """The pass for one input dtype, output dtype and boundary ``mode``."""
+    def _build(self, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str) -> _Rows:
         from ..library import _selection_network  # the library imports this module
 
         (dtype,) = in_dtypes
