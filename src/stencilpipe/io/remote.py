@@ -12,7 +12,7 @@ output URL at once.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .errors import TargetError
@@ -24,13 +24,14 @@ from .provenance import (
     Provenance,
     checksum,
     digest,
+    judge,
     record_of,
     record_path,
     verifies,
 )
 from .storage import READ_ONLY, file_system, missing_bucket, unreachable
 
-__all__ = ["RemoteDirectory"]
+__all__ = ["RemoteDirectory", "judge_outputs"]
 
 
 class RemoteDirectory:
@@ -125,3 +126,22 @@ class RemoteDirectory:
             return STALE
         holds = verifies(record.get("output"), len(data), lambda: checksum(data))
         return STALE if holds is None else KEPT if holds else DAMAGED
+
+
+def judge_outputs(
+    directory: str,
+    paths: Sequence[str],
+    names: Sequence[str],
+    provenance: Provenance,
+    inputs: Sequence[Sequence[Sequence[Any]]],
+    *,
+    remote: RemoteDirectory | None = None,
+    intact: Callable[[str], bool] = lambda path: True,
+) -> list[str]:
+    """:func:`~stencilpipe.io.provenance.judge` the outputs ``paths`` of ``directory``, named
+    ``names`` there (a file name, or a Zarr chunk key), on disk or, with ``remote``, on
+    object storage (where ``intact`` is not asked)."""
+    if remote is not None:
+        return remote.judge(names, provenance, inputs)
+    records = [record_path(directory, name) for name in names]
+    return judge(paths, records, provenance, inputs, intact=intact)

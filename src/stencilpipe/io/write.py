@@ -36,12 +36,10 @@ from .provenance import (
     STALE,
     Provenance,
     file_digest,
-    judge,
-    record_path,
     records_dir,
     write_record,
 )
-from .remote import RemoteDirectory
+from .remote import RemoteDirectory, judge_outputs
 from .stackinfo import StackInfo, all_inputs, frame_inputs, inputs_of, source_names
 from .targets import Target, check_directory, check_inputs, output_paths, parse_target
 from .tiffmeta import TiffTags
@@ -364,24 +362,15 @@ def plan_files(
     wanted = [only is None or p in only for p in paths]
     if overwrite:
         verdicts = [NEW if w else KEPT for w in wanted]
-    elif remote:
+    else:
         asked = [i for i, w in enumerate(wanted) if w]
-        found = remote.judge(
+        found = judge_outputs(
+            target.directory,
+            [paths[i] for i in asked],
             [os.path.basename(paths[i]) for i in asked],
             provenance,
             [identities[i] for i in asked],
-        )
-        verdicts = [KEPT] * frames
-        for i, verdict in zip(asked, found, strict=True):
-            verdicts[i] = verdict
-    else:
-        records = [record_path(target.directory, os.path.basename(p)) for p in paths]
-        asked = [i for i, w in enumerate(wanted) if w]
-        found = judge(
-            [paths[i] for i in asked],
-            [records[i] for i in asked],
-            provenance,
-            [identities[i] for i in asked],
+            remote=remote,
             intact=_decodes,
         )
         verdicts = [KEPT] * frames

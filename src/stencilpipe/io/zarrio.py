@@ -40,11 +40,9 @@ from .provenance import (
     STALE,
     Provenance,
     file_digest,
-    judge,
-    record_path,
     write_record,
 )
-from .remote import RemoteDirectory
+from .remote import RemoteDirectory, judge_outputs
 from .storage import is_url
 
 __all__ = ["read_arranged", "save_zarr", "zarr_node"]
@@ -407,11 +405,8 @@ def _judge_blocks(
             owners.append(block)
             paths.append(_chunk_path(array, layout, (block, *rest)))
     identities = [inputs[b] for b in owners]
-    if layout.remote:
-        found = layout.remote.judge([_key(p, layout) for p in paths], provenance, identities)
-    else:
-        records = [record_path(layout.store, _key(p, layout)) for p in paths]
-        found = judge(paths, records, provenance, identities)
+    names = [_key(p, layout) for p in paths]
+    found = judge_outputs(layout.store, paths, names, provenance, identities, remote=layout.remote)
     per_block: list[set[str]] = [set() for _ in range(blocks)]
     for block, verdict in zip(owners, found, strict=True):
         per_block[block].add(verdict)
