@@ -104,6 +104,27 @@ def test_batch_durability_flushes_once_when_the_run_ends(tmp_path, disk_calls):
     assert [(tmp_path / name).read_bytes() for name in "abc"] == [b"data"] * 3
 
 
+def test_batch_durability_starts_the_writeback_of_large_files_only(tmp_path, monkeypatch):
+    """Batch writes start the writeback of files of 1 MiB or more (the flush then waits for
+    less) and leave small ones to the flush; per-file writes fsync instead. The hint changes
+    no byte of what is written."""
+    started = []
+    real = atomic.start_writeback
+
+    def start(fd):
+        started.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+
+    monkeypatch.setattr(atomic, "start_writeback", start)
+    big = np.random.default_rng(0).integers(0, 256, atomic.WRITEBACK_FROM, np.uint8).tobytes()
+    write_atomic(tmp_path / "big", lambda fh: fh.write(big))
+    write_atomic(tmp_path / "small", lambda fh: fh.write(b"record"))
+    write_atomic(tmp_path / "durable", lambda fh: fh.write(big), durability="per-file")
+    assert len(started) == 1 and started[0].startswith(str(tmp_path / ".big."))
+    assert (tmp_path / "big").read_bytes() == big and (tmp_path / "durable").read_bytes() == big
+    assert (tmp_path / "small").read_bytes() == b"record"
+
+
 def test_a_write_flushes_its_file_system_once_for_its_outputs_and_their_records(
     tmp_path, disk_calls
 ):

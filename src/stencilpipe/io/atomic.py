@@ -7,13 +7,13 @@ which :func:`remove_own_temps` deletes when its run ends (and :func:`remove_stal
 when the next run starts, if its run never ended).
 
 Durability, as git's ``core.fsyncMethod=batch`` amortises it: by default (:data:`BATCH`) no
-file is fsync'd on its own, but each file's writeback to the disk is started as soon as it is
-written (``sync_file_range``, where Linux has it: it does not wait), so that the disk works
-while the run computes; the run's last step (:func:`remove_own_temps`) flushes the whole
-file system once (:func:`flush`), which then waits only for what is still in flight. A
-machine that crashes before that flush may leave renamed files whose data never reached the
-disk, so a rerun keeps an output only when its bytes match the checksum recorded with it
-(:func:`stencilpipe.io.provenance.judge`).
+file is fsync'd on its own, but the writeback of each file of 1 MiB or more starts as soon as
+it is written (``sync_file_range``, where Linux has it: it does not wait), so that the disk
+works while the run computes; the run's last step (:func:`remove_own_temps`) flushes the
+whole file system once (:func:`flush`), which then waits only for what is still in flight.
+A machine that crashes before that flush may leave renamed files whose data never reached
+the disk, so a rerun keeps an output only when its bytes match the checksum recorded with
+it (:func:`stencilpipe.io.provenance.judge`).
 :data:`PER_FILE` fsyncs each file before its rename instead: durable the moment it is
 visible, at one disk flush per file.
 
@@ -96,9 +96,9 @@ def write_atomic(
             fh.flush()
             if durability == PER_FILE:
                 os.fsync(fh.fileno())
-            else:
-                start_writeback(fh.fileno())
             size = os.fstat(fh.fileno()).st_size
+            if durability != PER_FILE and size >= WRITEBACK_FROM:
+                start_writeback(fh.fileno())
         os.replace(temp, final)
     except BaseException as exc:
         temp.unlink(missing_ok=True)
@@ -118,6 +118,10 @@ def start_writeback(fd: int) -> None:
     if sync_file_range is not None:
         sync_file_range(fd, 0, 0, _SYNC_FILE_RANGE_WRITE)  # a hint: its failure is harmless
 
+
+#: Files from this size on start their writeback when written; smaller ones (records, small
+#: frames) are left to the end-of-run flush, which writes them out together.
+WRITEBACK_FROM = 1 << 20
 
 #: ``sync_file_range``'s flag: start writeback of the range's dirty pages, do not wait.
 _SYNC_FILE_RANGE_WRITE = 2
