@@ -1,9 +1,44 @@
-"""Timing helpers shared by the benchmarks: best-of-N wall time and a ratio table."""
+"""What the benchmarks share: best-of-N wall time, a ratio table, the stacks of TIFFs they
+write and the user's loop they compare a whole run with."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import tifffile
+
+HERE = Path(__file__).resolve().parent
+
+#: The anchor of whole runs: the loop a user writes (tifffile read, stencilpipe's compiled
+#: smooth, tifffile write), as a script: ``python -c LOOP src dst``.
+LOOP = f"""
+import os, sys
+from pathlib import Path
+import tifffile
+sys.path.insert(0, {str(HERE)!r})
+from kernels import smooth
+src, dst = Path(sys.argv[1]), Path(sys.argv[2])
+dst.mkdir()
+for path in sorted(src.iterdir()):
+    tifffile.imwrite(dst / path.name, smooth(tifffile.imread(path)))
+"""
+
+
+def write_frames(
+    folder: Path, frames: int, shape: tuple[int, int], name: str = "f{:05d}.tif"
+) -> Path:
+    """``frames`` uint8 TIFFs of ``shape`` (one random frame plus its index) in ``folder``,
+    synced to the disk: no timed flush then waits for their writeback."""
+    folder.mkdir(parents=True)
+    base = np.random.default_rng(0).integers(0, 256, shape, dtype=np.uint8)
+    for i in range(frames):
+        tifffile.imwrite(folder / name.format(i), base + np.uint8(i % 256))
+    os.sync()
+    return folder
 
 
 def best_time(fn: Callable[[], object], *, repeat: int = 20, warmup: int = 2) -> float:

@@ -29,29 +29,16 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 import tifffile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import print_table  # noqa: E402
+from common import HERE, LOOP, print_table, write_frames  # noqa: E402
 from kernels import smooth  # noqa: E402
 
 from stencilpipe.io import imread, imsave  # noqa: E402
 
 FRAMES = int(os.environ.get("BENCH_FRAMES", 200))
 SIZE = 2048
-HERE = Path(__file__).resolve().parent
-LOOP = f"""
-import sys
-from pathlib import Path
-import tifffile
-sys.path.insert(0, {str(HERE)!r})
-from kernels import smooth
-src, dst = Path(sys.argv[1]), Path(sys.argv[2])
-dst.mkdir()
-for path in sorted(src.iterdir()):
-    tifffile.imwrite(dst / path.name, smooth(tifffile.imread(path)))
-"""
 
 
 def best(action, out: Path, repeat: int = 2) -> float:
@@ -95,13 +82,9 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as tmp:
         tmp = Path(tmp)
-        src, out = tmp / "in", tmp / "out"
-        src.mkdir()
-        base = np.random.default_rng(0).integers(0, 256, (SIZE, SIZE), dtype=np.uint8)
-        for i in range(FRAMES):
-            tifffile.imwrite(src / f"frame_{i:03d}.tif", base + np.uint8(i))
-        os.sync()  # else the run's end-of-run flush also waits for the inputs' writeback
-        smooth(base)  # compile outside the timings
+        src = write_frames(tmp / "in", FRAMES, (SIZE, SIZE), "frame_{:03d}.tif")
+        out = tmp / "out"
+        smooth(tifffile.imread(src / "frame_000.tif"))  # compile outside the timings
         config = tmp / "run.yaml"
         config.write_text(
             f"input: in\noutput: out/\nstages:\n  - stencil: {HERE / 'kernels.py'}:smooth\n"

@@ -4,8 +4,9 @@
 * ``stencilpipe apply mean:size=3`` on 10 small frames, warm kernel cache (target: 1.5 s wall);
 * where a cluster pays: ``stencilpipe run`` on threads of its own process against the embedded
   LocalCluster (2 processes x 1 thread, 1 process x 2 threads), from 10 to ``BENCH_MAX``
-  frames, each from process start to exit (``IN_PROCESS_FRAMES`` in
-  :mod:`stencilpipe.pipeline.run` is the crossover);
+  frames (``BENCH_COUNTS``) of each of ``BENCH_SHAPES`` (64, 256, 2048: side of square
+  uint8 frames; frames of 2048 stop at ``BENCH_MAX_LARGE``, 1000), each from process start to exit
+  (``IN_PROCESS_FRAMES`` in :mod:`stencilpipe.pipeline.run` is the crossover);
 * a large run: ``BENCH_LARGE`` (20,000) small files: time to build the graph (``plan``), time
   to the first progress update, the run's wall time, and peak RSS of the processes;
 * a whole run against the bare loop (target: 1.2x): ``stencilpipe run`` of ``BENCH_FRAMES``
@@ -26,14 +27,15 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-import tifffile
-
 sys.path.insert(0, os.path.dirname(__file__))
-from common import print_table  # noqa: E402
+from common import HERE, LOOP, print_table, write_frames  # noqa: E402
 from side_by_side import interleaved, load  # noqa: E402
 
-MAX = int(os.environ.get("BENCH_MAX", 2000))
+MAX = int(os.environ.get("BENCH_MAX", 5000))
+#: Frames of 2048x2048 (4 MiB) at most in the crossover: 1000 is 4 GiB of inputs.
+MAX_LARGE = int(os.environ.get("BENCH_MAX_LARGE", 1000))
+SHAPES = [int(side) for side in os.environ.get("BENCH_SHAPES", "64,256,2048").split(",")]
+COUNTS = [int(n) for n in os.environ.get("BENCH_COUNTS", "10,200,1000,2000,5000").split(",")]
 LARGE = int(os.environ.get("BENCH_LARGE", 20000))
 SIZE = (256, 256)
 COMMAND = [sys.executable, "-m", "stencilpipe"]
@@ -44,16 +46,8 @@ def command(args: list[str], cwd: Path) -> Callable[[], object]:
     return lambda: subprocess.run(args, cwd=cwd, check=True, capture_output=True)
 
 
-def make_frames(folder: Path, frames: int, shape=SIZE) -> Path:
-    folder.mkdir(parents=True)
-    base = np.random.default_rng(0).integers(0, 256, shape, dtype=np.uint8)
-    for i in range(frames):
-        tifffile.imwrite(folder / f"f{i:05d}.tif", base + np.uint8(i % 256))
-    return folder
-
-
 def startup(tmp: Path) -> None:
-    make_frames(tmp / "ten", 10)
+    write_frames(tmp / "ten", 10, SIZE)
     apply = [*COMMAND, "apply", "mean:size=3", "ten", "out", "--overwrite"]
     rows = interleaved(  # the untimed first round warms the kernel cache
         {
@@ -85,31 +79,33 @@ CLUSTERS = {
 
 
 def crossover(tmp: Path) -> None:
-    sizes = [n for n in (10, 200, 1000, 2000, 5000) if n <= MAX]
-    make_frames(tmp / "many", max(sizes))
-    for frames in sizes:
-        source = tmp / f"in{frames}"
-        source.mkdir()
-        for i in range(frames):
-            (source / f"f{i:05d}.tif").symlink_to(tmp / "many" / f"f{i:05d}.tif")
-        config = tmp / f"run{frames}.yaml"
-        config.write_text(f"input: {source.name}\noutput: out/\nstages: [mean: {{size: 3}}]\n")
-        runs = {}
-        for name, cluster in CLUSTERS.items():
-            sets = [arg for item in cluster for arg in ("--set", item)]
-            start = THREADS if not cluster else COMMAND
-            runs[name] = command([*start, "run", config.name, "--overwrite", *sets], tmp)
-        rows = interleaved(runs, rounds=2)
-        print_table(f"stencilpipe run, {frames} x 256x256 frames, process start to exit",
-                    rows, rows[0][0])  # fmt: skip
-        print(f"\n{load()}")
+    for side in SHAPES:
+        most = min(MAX, MAX_LARGE) if side >= 2048 else MAX
+        sizes = [n for n in COUNTS if n <= most]
+        many = write_frames(tmp / f"many{side}", max(sizes), (side, side))
+        for frames in sizes:
+            source = tmp / f"in{side}-{frames}"
+            source.mkdir()
+            for i in range(frames):
+                (source / f"f{i:05d}.tif").symlink_to(many / f"f{i:05d}.tif")
+            config = tmp / f"run{side}-{frames}.yaml"
+            config.write_text(f"input: {source.name}\noutput: out/\nstages: [mean: {{size: 3}}]\n")
+            runs = {}
+            for name, cluster in CLUSTERS.items():
+                sets = [arg for item in cluster for arg in ("--set", item)]
+                start = THREADS if not cluster else COMMAND
+                runs[name] = command([*start, "run", config.name, "--overwrite", *sets], tmp)
+            rows = interleaved(runs, rounds=2, before=lambda: shutil.rmtree(tmp / "out", True))
+            title = f"stencilpipe run, {frames} x {side}x{side} frames, process start to exit"
+            print_table(title, rows, rows[0][0])
+            print(f"\n{load()}", flush=True)
+        shutil.rmtree(many)
 
 
 def large(tmp: Path) -> None:
     """20,000 small files: progress shown, bar of frames, first advance, whole run (each from
     process start, as the CLI runs it), peak RSS; then the graph built again (``plan``)."""
-    source = make_frames(tmp / "large", LARGE, shape=(64, 64))
-    os.sync()  # the inputs on the disk: the run's flush does not wait for their writeback
+    source = write_frames(tmp / "large", LARGE, (64, 64))
     script = f"""
 import importlib, resource, sys, time
 start = time.perf_counter()
@@ -156,29 +152,11 @@ print(graph, seen["shown"], seen["frames"], seen["advanced"], total, me, childre
 
 
 FRAMES = int(os.environ.get("BENCH_FRAMES", 200))
-HERE = Path(__file__).resolve().parent
-#: The anchor: the loop a user writes, as a script (its process imports and loads as ours does).
-LOOP = f"""
-import os, sys
-from pathlib import Path
-import tifffile
-sys.path.insert(0, {str(HERE)!r})
-from kernels import smooth
-src, dst = Path(sys.argv[1]), Path(sys.argv[2])
-dst.mkdir()
-for path in sorted(src.iterdir()):
-    tifffile.imwrite(dst / path.name, smooth(tifffile.imread(path)))
-"""
 
 
 def whole_run(tmp: Path) -> None:
     """``stencilpipe run`` against the bare loop, each a fresh process from start to exit."""
-    base = np.random.default_rng(0).integers(0, 256, (2048, 2048), dtype=np.uint8)
-    source = tmp / "big"
-    source.mkdir()
-    for i in range(FRAMES):
-        tifffile.imwrite(source / f"frame_{i:03d}.tif", base + np.uint8(i))
-    os.sync()  # the inputs on the disk: no timed flush waits for their writeback
+    source = write_frames(tmp / "big", FRAMES, (2048, 2048), "frame_{:03d}.tif")
     config = tmp / "big.yaml"
     config.write_text(
         f"input: big\noutput: big-out/\nstages:\n  - stencil: {HERE / 'kernels.py'}:smooth\n"
