@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -93,19 +93,20 @@ def check_axes(axes: Any, ndim: int) -> tuple[int, ...]:
     """scipy's ``axes=``: None is every axis; negative axes count from the end; no repeats."""
     if axes is None:
         return tuple(range(ndim))
-    if np.isscalar(axes):
-        axes = (operator.index(axes),)
-    elif isinstance(axes, Iterable):
-        axes = tuple(operator.index(ax) for ax in axes)
+    given: tuple[int, ...]
+    if isinstance(axes, Iterable) and not isinstance(axes, (str, bytes)):
+        given = tuple(operator.index(ax) for ax in axes)
+    elif np.isscalar(axes):
+        given = (operator.index(axes),)  # type: ignore[arg-type]  # np.isscalar's TypeGuard
     else:
         raise ValueError("axes must be an integer, iterable of integers, or None")
-    for ax in axes:
+    for ax in given:
         if not -ndim <= ax < ndim:
             raise ValueError(f"specified axis: {ax} is out of range")
-    axes = tuple(ax % ndim for ax in axes)
-    if len(set(axes)) != len(axes):
+    unique = tuple(ax % ndim for ax in given)
+    if len(set(unique)) != len(unique):
         raise ValueError("axes must be unique")
-    return axes
+    return unique
 
 
 class Pass:
@@ -165,19 +166,21 @@ def run_passes(array: Any, passes: Sequence[Pass], dtypes: Dtypes, cval: Any) ->
 
 def _run(step: Pass, stencil: Stencil, array: Any, mode: str, cval: Any) -> Any:
     """One pass's ``stencil`` over ``array`` under ``mode``."""
-    options = dict(boundary=mode, cval=cval if mode == "constant" else 0)
+    boundary: Any = mode  # checked by filter_mode
+    fill = cval if mode == "constant" else 0
     if step.axis is None or step.axis == array.ndim - 1:
-        return stencil(array, channel_axis=None, **options)
+        return stencil(array, channel_axis=None, boundary=boundary, cval=fill)
     shape, axis = array.shape, step.axis
     lines = (math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1 :]))
-    return stencil(array.reshape(lines), channel_axis=None, **options).reshape(shape)
+    filtered = stencil(array.reshape(lines), channel_axis=None, boundary=boundary, cval=fill)
+    return filtered.reshape(shape)
 
 
 def _window_passes(stencil: Stencil) -> bool:
     """Whether the CPU runs ``stencil`` as window passes (:mod:`..stencils.windows`), which
     compile once per dtype, but which a stencil under ``wrap`` leaves for its per-point
     kernel (a 15x15 median's: minutes of compiling): see :func:`_wrapped`."""
-    return bool(stencil.passes) and "cpu" in stencil.passes
+    return stencil.passes is not None and "cpu" in stencil.passes
 
 
 def _wrapped(step: Pass, stencil: Stencil, array: np.ndarray) -> np.ndarray:
@@ -194,7 +197,9 @@ def _wrapped(step: Pass, stencil: Stencil, array: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(result[crop])
 
 
-def _built(dtype: np.dtype, passes: Sequence[Pass], cval: Any, ndim: int):
+def _built(
+    dtype: np.dtype, passes: Sequence[Pass], cval: Any, ndim: int
+) -> Iterator[tuple[Pass, Stencil, np.dtype]]:
     """(pass, stencil, dtype it reads) for an ``ndim``-D input of ``dtype``: float64 where a
     constant mode's ``cval`` does not fit the dtype."""
     for step in passes:
@@ -205,7 +210,7 @@ def _built(dtype: np.dtype, passes: Sequence[Pass], cval: Any, ndim: int):
         else:
             stencil = step.build(dtype, step.axis != ndim - 1)
         yield step, stencil, dtype
-        dtype = stencil.dtype
+        dtype = stencil.dtype or dtype  # None: the dtype it reads
 
 
 def _dask_blocks(array: Any, passes: Sequence[Pass], dtypes: Dtypes, cval: Any) -> Any:
@@ -224,7 +229,7 @@ def _dask_blocks(array: Any, passes: Sequence[Pass], dtypes: Dtypes, cval: Any) 
     return map_stencil_blocks(
         blocks,
         [array],
-        [tuple(h) for h in halos],
+        [(before, after) for before, after in halos],
         wrap=passes[0].mode == "wrap",
         dtype=dtypes.kernel_store,
         name="ndfilters",

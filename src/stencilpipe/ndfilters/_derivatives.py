@@ -60,7 +60,7 @@ def _gaussian_weights(sigma: Any, order: int, truncate: float, radius: Any) -> t
     if not isinstance(lw, numbers.Integral) or lw < 0:
         raise ValueError("Radius must be a nonnegative integer.")
     with np.errstate(all="ignore"):  # sigma=0 gives NaN weights, as in scipy
-        weights = _gaussian_kernel1d(sigma, order, lw)[::-1]
+        weights = _gaussian_kernel1d(sigma, order, int(lw))[::-1]
     return tuple(float(w) for w in weights)
 
 

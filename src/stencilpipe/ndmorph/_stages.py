@@ -30,10 +30,10 @@ Origin = int | Sequence[int]
 
 
 def _offsets(footprint: np.ndarray, origin: Any) -> tuple[tuple[int, ...], ...]:
-    origins = [origin] * footprint.ndim if np.isscalar(origin) else list(origin)
-    if len(origins) != footprint.ndim:
-        raise ValueError(f"origin has {len(origins)} entries, expected {footprint.ndim}")
-    origins = [window_origin(n, o) for n, o in zip(footprint.shape, origins)]
+    given = [origin] * footprint.ndim if np.isscalar(origin) else list(origin)
+    if len(given) != footprint.ndim:
+        raise ValueError(f"origin has {len(given)} entries, expected {footprint.ndim}")
+    origins = [window_origin(n, o) for n, o in zip(footprint.shape, given)]
     if not footprint.any():
         raise ValueError("the structuring element has no True place")
     return offsets_of(footprint, origins)
