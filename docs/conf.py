@@ -29,7 +29,7 @@ extensions = [
 ]
 
 templates_path = ["_templates"]
-exclude_patterns = ["_build", "README-proposal.md", "examples"]
+exclude_patterns = ["_build", "examples"]
 html_theme = "furo"
 html_title = f"stencilpipe {release}"
 html_favicon = "_static/favicon.svg"  # browsers ask for /favicon.ico (a 404) without one
