@@ -92,12 +92,22 @@ def test_a_performance_report_needs_the_cluster(tmp_path, frames, connects):
     check_outputs(tmp_path, frames)
 
 
+def test_many_frames_of_few_bytes_stay_on_the_threads(tmp_path, frames, connects, monkeypatch):
+    """Past the frames limit, a stack of few bytes (20,000 frames of 64x64) still runs on
+    threads: it ran faster there than on the embedded cluster."""
+    monkeypatch.setattr(run_module, "IN_PROCESS_FRAMES", FRAMES - 1)
+    summary = run(config_for(tmp_path), console=Console(quiet=True), progress=False)
+    assert connects == [] and summary.written == FRAMES and summary.dashboard is None
+    check_outputs(tmp_path, frames)
+
+
 def test_a_large_run_left_to_stencilpipe_starts_the_cluster(
     tmp_path, frames, connects, monkeypatch
 ):
     """...and plans once: the embedded cluster's workers are those its chunks were made for
     (a second plan read every header and judged every output again: 4 s for 20,000 files)."""
     monkeypatch.setattr(run_module, "IN_PROCESS_FRAMES", FRAMES - 1)
+    monkeypatch.setattr(run_module, "IN_PROCESS_BYTES", 0)
     plans = []
     real = run_module.plan
 

@@ -119,12 +119,15 @@ class Workers:
     total_threads: int | None = None
 
     @classmethod
-    def expected(cls, config: PipelineConfig, frames: int, *, ask: bool = True) -> Workers:
-        """The workers a run of ``frames`` frames of ``config`` will have, as far as the
-        config tells: this process (a small run, :func:`in_process`), the embedded
-        cluster's share of this machine's memory (LocalCluster's ``memory_limit='auto'``),
-        a batch job's ``memory`` over its ``processes``; an existing scheduler's workers
-        as they are now when ``ask`` (connecting within ``cluster.timeout``), else unknown.
+    def expected(
+        cls, config: PipelineConfig, frames: int, nbytes: int, *, ask: bool = True
+    ) -> Workers:
+        """The workers a run of ``frames`` frames (``nbytes`` bytes of input) of ``config``
+        will have, as far as the config tells: this process (a small run,
+        :func:`in_process`), the embedded cluster's share of this machine's memory
+        (LocalCluster's ``memory_limit='auto'``), a batch job's ``memory`` over its
+        ``processes``; an existing scheduler's workers as they are now when ``ask``
+        (connecting within ``cluster.timeout``), else unknown.
 
         Raises
         ------
@@ -143,7 +146,7 @@ class Workers:
             with connect(cluster) as client:
                 return cls.of_client(client)
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        if in_process(config, frames, None):
+        if in_process(config, frames, nbytes, None):
             return cls(total, planned_threads(config))
         return cls(total // cluster.n_workers, cluster.threads_per_worker)
 
@@ -307,7 +310,7 @@ def plan(
                 dtype = stage.precompile(dtype)
             except KernelError as exc:
                 raise ConfigError(f"stages.{index}.{name}: {exc}") from None
-    workers = workers or Workers.expected(config, stack.shape[0], ask=ask_workers)
+    workers = workers or Workers.expected(config, stack.shape[0], stack.nbytes, ask=ask_workers)
     if chunks == "auto":
         threads = threads or workers.total_threads or planned_threads(config)
         per_chunk = _auto_frames(stack, dtype, threads, workers)
@@ -514,16 +517,21 @@ def run(
     return summary
 
 
-#: Frames up to which a run whose cluster is left to stencilpipe (``left_to_us``) computes on
-#: threads of its own process: a cluster's start, stop and task traffic cost more than its
-#: processes win below it (measured by ``benchmarks/startup.py``).
+#: Up to these frames, or these bytes of input whatever its frames, a run whose cluster is
+#: left to stencilpipe (``left_to_us``) computes on threads of its own process: a cluster's
+#: start, stop and task traffic cost more than its processes win below them. Measured by
+#: ``benchmarks/startup.py`` on 2 cores: 256x256 frames paid on the cluster from 2,000
+#: frames (128 MiB) on; 64x64 frames never did up to 20,000 (80 MiB: 36 s on threads, 49.5 s
+#: on the cluster); 2048x2048 frames ran faster on threads at 200 and 1,000 frames.
 IN_PROCESS_FRAMES = 2000
+IN_PROCESS_BYTES = 128 * 2**20
 
 
-def in_process(config: PipelineConfig, frames: int, report: str | None) -> bool:
-    """Whether a run of ``frames`` frames computes on threads of this process, with no
-    cluster (and so no dashboard or performance report)."""
-    return report is None and frames <= IN_PROCESS_FRAMES and left_to_us(config.cluster)
+def in_process(config: PipelineConfig, frames: int, nbytes: int, report: str | None) -> bool:
+    """Whether a run of ``frames`` frames, ``nbytes`` bytes of input, computes on threads
+    of this process, with no cluster (and so no dashboard or performance report)."""
+    small = frames <= IN_PROCESS_FRAMES or nbytes <= IN_PROCESS_BYTES
+    return report is None and small and left_to_us(config.cluster)
 
 
 @contextlib.contextmanager
@@ -559,7 +567,7 @@ def _compute(
 ) -> RunSummary:
     """Compute the planned ``work`` on this process's threads or the configured cluster,
     advancing ``bar`` (a progress display, or None); summarise what it did."""
-    if in_process(config, work.info.frames, report):
+    if in_process(config, work.info.frames, work.info.nbytes, report):
         threads = planned_threads(config)
         log.info("cluster: none, %d threads of this process", threads)
         console.print(f"[bold]threads:[/bold] {threads} in this process (a small run: no cluster)")
