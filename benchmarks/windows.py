@@ -8,7 +8,7 @@ kernel cache, the first call of a 15x15 median: the window pass against the
 per-point selection network it replaces (minutes: off by default).
 
 ``--large`` times issue 17's large windows instead: ``stencilpipe.ndfilters``'
-31x31 uniform, gaussian sigma 8, 15x15 minimum/maximum and 15x15 median against
+31x31 uniform (and the library's rounded 31x31 mean), gaussian sigma 8, 15x15 minimum/maximum and 15x15 median against
 OpenCV's blur, GaussianBlur, erode/dilate and medianBlur (8-bit only above 5x5:
 there the 16-bit and float32 medians are set against OpenCV's uint8 median of the
 same frame), each pair interleaved
@@ -66,6 +66,7 @@ def _large_pairs(name: str, x: np.ndarray) -> dict:
     ``name``: each large window and a small one beside it."""
     import cv2
 
+    import stencilpipe as sp
     import stencilpipe.ndfilters as ndf
 
     reflect = cv2.BORDER_REFLECT  # scipy's reflect: d c b a | a b c d
@@ -73,6 +74,12 @@ def _large_pairs(name: str, x: np.ndarray) -> dict:
     for size in (5, 31):
         pairs[f"uniform {size}x{size}"] = (
             lambda size=size: ndf.uniform_filter(x, size),
+            lambda size=size: cv2.blur(x, (size, size), borderType=reflect),
+            "cv2.blur",
+        )
+    for size in (5, 31):
+        pairs[f"library mean {size}x{size}"] = (
+            lambda size=size: sp.library.mean(size)(x),
             lambda size=size: cv2.blur(x, (size, size), borderType=reflect),
             "cv2.blur",
         )

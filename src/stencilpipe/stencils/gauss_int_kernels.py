@@ -16,30 +16,15 @@ flagged points are recomputed in float64 in scipy's order of operations
 import numba
 import numpy as np
 
-from stencilpipe.stencils import boundary
+from stencilpipe.stencils.windows import window_loops
 
 _SP_CACHE = True
 jit = numba.njit(cache=_SP_CACHE, nogil=True)
 inline = numba.njit(cache=_SP_CACHE, inline="always")
 
-#: Boundary modes as the loop takes them (:data:`.windows.MODE_CODES`).
-REFLECT, MIRROR, NEAREST = 0, 1, 2
-
-fold_reflect = jit(boundary.fold_reflect)
-fold_mirror = jit(boundary.fold_mirror)
-fold_nearest = jit(boundary.fold_nearest)
-
-
-@inline
-def fold(j, n, mode):
-    """Index ``j`` of an axis of ``n`` folded into it by ``mode`` (reflect, mirror, nearest)."""
-    if 0 <= j < n:
-        return j
-    if mode == REFLECT:
-        return fold_reflect(j, n)
-    if mode == MIRROR:
-        return fold_mirror(j, n)
-    return fold_nearest(j, n)
+#: Index ``j`` of an axis of ``n`` folded into it by ``mode`` (a code of
+#: :data:`.windows.MODE_CODES`): the window loops' own, inlined.
+fold = window_loops().fold
 
 
 @inline

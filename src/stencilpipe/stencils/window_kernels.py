@@ -66,6 +66,25 @@ def better(a, b, largest):
     return b if b < a else a
 
 
+@inline
+def read_piece(x, position, last, size, before, mode, cval, buffer):
+    """The piece of a line of :func:`extremum` or :func:`running_mean` from flat
+    ``position``: ``(line, lo, hi, values)``, its positions ``[lo, hi)`` along line
+    ``line`` (up to the line's end, ``last``, or the ``buffer.shape[0] - size + 1`` that
+    ``buffer`` holds) and the ``hi - lo + size - 1`` rows they read, folded, in a view of
+    ``buffer``."""
+    n, width = x.shape[1], x.shape[2]
+    line = position // n
+    lo = position - line * n
+    hi = min(n, lo + last - position, lo + buffer.shape[0] - size + 1)
+    values = buffer[: hi - lo + size - 1]
+    for r in range(values.shape[0]):
+        j = fold(lo - before + r, n, mode)
+        for w in range(width):
+            values[r, w] = cval if j < 0 else x[line, j, w]
+    return line, lo, hi, values
+
+
 @jit
 def extremum(x, out, cval, first, last, before, after, mode, largest, to):
     """``out[l, i, :]`` = min (or max) of ``x[l, i - before : i + after + 1, :]``.
@@ -78,18 +97,12 @@ def extremum(x, out, cval, first, last, before, after, mode, largest, to):
     size = before + after + 1
     # Positions per piece: its three buffers stay in cache.
     piece = max(size, BUFFER_BYTES // (3 * width * x.itemsize) - size)
+    buffer = np.empty((piece + size - 1, width), x.dtype)
     position = first
     while position < last:
-        line = position // n
-        lo = position - line * n
-        hi = min(n, lo + last - position, lo + piece)
+        line, lo, hi, values = read_piece(x, position, last, size, before, mode, cval, buffer)
         count = hi - lo
         length = count + size - 1
-        values = np.empty((length, width), x.dtype)
-        for r in range(length):
-            j = fold(lo - before + r, n, mode)
-            for w in range(width):
-                values[r, w] = cval if j < 0 else x[line, j, w]
         # van Herk/Gil-Werman: running extrema forwards and backwards within blocks of
         # ``size``; a window spans at most two blocks, so it is one of each.
         forward = np.empty_like(values)
@@ -322,6 +335,168 @@ def rank_histogram(x, out, cval, first, last, reach, kn, rank, mode, to, runs, l
                     count(fine, coarse, shift, np.int32(values[runs[u, 0], r]) - low, -1)
 
 
+#: Output columns per stripe of :func:`rank_columns`: its column histograms (about 70 KiB
+#: for a 15-wide window) stay in L2.
+STRIPE = 128
+
+
+@inline
+def add_row(x, b, j0, cols, lo, span, cval, low, fine, coarse, step):
+    """Add (``step`` 1) or remove (-1) row ``j0`` (-1: ``cval``) of frame ``b`` to the column
+    histograms ``fine`` and ``coarse`` of the padded columns ``[lo, lo + span)``."""
+    for c in range(span):
+        j = cols[lo + c]
+        v = cval if j0 < 0 or j < 0 else x[b, j0, 0, j]
+        bin = np.int32(v) - low
+        fine[c, bin] += step
+        coarse[c, bin >> 4] += step
+
+
+@jit
+def rank_columns(x, out, cval, first, last, reach, kn, rank, mode, to, low):
+    """As :func:`rank_histogram` for 8-bit values and a 2-D box, in constant time per point
+    (Perreault and Hebert, as OpenCV's ``medianBlur`` for 8-bit windows above 5x5): each
+    padded column keeps a histogram of its window's rows, updated by one value removed and
+    one added per row; the window's histogram moves along the row by one column's added
+    and one's removed, 16 coarse bins at a time, and each block of 16 fine bins is brought
+    up to date only when the rank falls into it. Rows split across threads as the others'.
+
+    A block of 16 counts (uint16) moves as 4 uint64 words: no count of a window or column
+    leaves uint16 (the window is under 2**16 elements) and the window plus the column
+    entering holds the column leaving, so no lane carries or borrows into the next, and
+    the 4 word operations are those of 16 lanes (LLVM does not vectorise a loop of 16
+    over arrays it cannot tell apart).
+
+    ``x`` and ``out`` are ``(batch, a0, 1, n)``; ``low`` is the dtype's smallest value.
+    """
+    a0, n = x.shape[1], x.shape[3]
+    b0, k0, bn = reach[0], reach[1], reach[4]
+    cols = np.empty(n + kn - 1, np.intp)
+    for c in range(cols.size):
+        cols[c] = fold(c - bn, n, mode)
+    fine = np.zeros((STRIPE + kn - 1, 256), np.uint16)
+    coarse = np.zeros((STRIPE + kn - 1, 16), np.uint16)
+    fine_words, coarse_words = fine.view(np.uint64), coarse.view(np.uint64)
+    window_fine = np.zeros((16, 16), np.uint16)
+    window_coarse = np.zeros(16, np.uint16)
+    window_words, block_words = window_coarse.view(np.uint64), window_fine.view(np.uint64)
+    since = np.empty(16, np.intp)  # the window's first column when block k was updated
+    t = first
+    while t < last:
+        b, top = t // a0, t % a0
+        bottom = min(a0, top + last - t)
+        for lo in range(0, n, STRIPE):
+            m = min(STRIPE, n - lo)
+            span = m + kn - 1
+            fine_words[:span] = 0
+            coarse_words[:span] = 0
+            for q in range(k0):
+                j0 = fold(top - b0 + q, a0, mode)
+                add_row(x, b, j0, cols, lo, span, cval, low, fine, coarse, 1)
+            for i in range(top, bottom):
+                if i > top:
+                    gone = fold(i - b0 - 1, a0, mode)
+                    add_row(x, b, gone, cols, lo, span, cval, low, fine, coarse, -1)
+                    new = fold(i - b0 + k0 - 1, a0, mode)
+                    add_row(x, b, new, cols, lo, span, cval, low, fine, coarse, 1)
+                window_words[:] = 0
+                since[:] = -kn
+                for c in range(kn):
+                    for w in range(4):
+                        window_words[w] += coarse_words[c, w]
+                for j in range(m):
+                    if j > 0:
+                        for w in range(4):
+                            window_words[w] += coarse_words[j + kn - 1, w]
+                            window_words[w] -= coarse_words[j - 1, w]
+                    k, below = 0, 0
+                    while below + window_coarse[k] <= rank:
+                        below += window_coarse[k]
+                        k += 1
+                    if j - since[k] >= kn:
+                        for w in range(4):
+                            block_words[k, w] = 0
+                        for c in range(j, j + kn):
+                            for w in range(4):
+                                block_words[k, w] += fine_words[c, 4 * k + w]
+                    else:
+                        for c in range(since[k], j):
+                            for w in range(4):
+                                block_words[k, w] += fine_words[c + kn, 4 * k + w]
+                                block_words[k, w] -= fine_words[c, 4 * k + w]
+                    since[k] = j
+                    v = 0
+                    while below + window_fine[k, v] <= rank:
+                        below += window_fine[k, v]
+                        v += 1
+                    out[b, i, 0, lo + j] = store_as(16 * k + v + low, to)
+        t += bottom - top
+
+
+@inline
+def padded_row(x, b, j0, cols, before, cval, row):
+    """Row ``j0`` of frame ``b`` (-1: ``cval``) at the padded columns ``cols`` (folded,
+    -1 for ``cval``; the frame's own from ``before``), into ``row``."""
+    n = x.shape[3]
+    if j0 < 0:
+        row[:] = cval
+        return
+    for c in range(before):
+        row[c] = cval if cols[c] < 0 else x[b, j0, 0, cols[c]]
+    copy(x[b, j0, 0], row[before : before + n])
+    for c in range(before + n, cols.size):
+        row[c] = cval if cols[c] < 0 else x[b, j0, 0, cols[c]]
+
+
+@jit
+def box_mean(x, out, cval, first, last, reach, kn, mode, to, sums, scale):
+    """``out[b, i, 0, j]`` = the sum of the 2-D box around it, divided by ``scale[0]`` in
+    ``scale``'s float type and stored by :func:`store_as` (rounded to nearest, half to
+    even), for integer ``x``: column sums of the box's rows, moved down by one row added
+    and one removed, and along the row by one column added and one removed, in the
+    integer type of ``sums`` (a buffer of ``n + kn - 1``), so its time does not grow with
+    the box. The caller picks types in which both are exact (see :class:`.windows.BoxMean`).
+
+    ``x`` and ``out`` are ``(batch, a0, 1, n)``, rows and ``reach`` as :func:`rank_network`'s.
+    """
+    a0, n = x.shape[1], x.shape[3]
+    b0, k0, bn = reach[0], reach[1], reach[4]
+    width = n + kn - 1
+    cols = np.empty(width, np.intp)
+    for c in range(width):
+        cols[c] = fold(c - bn, n, mode)
+    entering = np.empty(width, sums.dtype)
+    leaving = np.empty(width, sums.dtype)
+    along = np.empty(n, scale.dtype)
+    divisor = scale[0]
+    t = first
+    while t < last:
+        b, top = t // a0, t % a0
+        bottom = min(a0, top + last - t)
+        sums[:] = 0
+        for q in range(k0):
+            padded_row(x, b, fold(top - b0 + q, a0, mode), cols, bn, cval, entering)
+            for c in range(width):
+                sums[c] += entering[c]
+        for i in range(top, bottom):
+            if i > top:
+                padded_row(x, b, fold(i - b0 - 1, a0, mode), cols, bn, cval, leaving)
+                padded_row(x, b, fold(i - b0 + k0 - 1, a0, mode), cols, bn, cval, entering)
+                for c in range(width):
+                    sums[c] += entering[c] - leaving[c]
+            total = 0
+            for c in range(kn):
+                total += sums[c]
+            along[0] = total
+            for j in range(1, n):  # one dependent addition per step; the divisions apart
+                total += sums[j + kn - 1] - sums[j - 1]
+                along[j] = total
+            row = out[b, i, 0]
+            for j in range(n):
+                row[j] = store_as(along[j] / divisor, to)
+        t += bottom - top
+
+
 @inline
 def store_c(value, to, bits, signed):
     """A double stored in ``to`` as scipy's C code stores it: cast for floats (``bits``
@@ -358,18 +533,11 @@ def running_mean(x, out, cval, first, last, before, after, mode, to, bits, signe
     piece = max(size, BUFFER_BYTES // (8 * width) - size)
     total = np.empty(width, np.float64)
     leaving = np.empty(width, np.float64)
+    buffer = np.empty((piece + size - 1, width), np.float64)
     position = first
     while position < last:
-        line = position // n
-        lo = position - line * n
-        hi = min(n, lo + last - position, lo + piece)
+        line, lo, hi, values = read_piece(x, position, last, size, before, mode, cval, buffer)
         count = hi - lo
-        length = count + size - 1
-        values = np.empty((length, width), np.float64)
-        for r in range(length):
-            j = fold(lo - before + r, n, mode)
-            for w in range(width):
-                values[r, w] = cval if j < 0 else x[line, j, w]
         if lo == 0 or position == first:  # a range from mid-line: its own sums (see below)
             for w in range(width):
                 total[w] = 0.0

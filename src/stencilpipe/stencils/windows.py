@@ -29,6 +29,7 @@ from .modules import load_module
 from .threads import run_rows
 
 __all__ = [
+    "BoxMean",
     "CachedPass",
     "ExtremumPass",
     "HISTOGRAM_ABOVE",
@@ -36,6 +37,7 @@ __all__ = [
     "MODE_CODES",
     "MeanPass",
     "RankWindow",
+    "window_loops",
 ]
 
 #: The loops' codes of the boundary modes.
@@ -43,7 +45,7 @@ MODE_CODES = {"reflect": 0, "mirror": 1, "nearest": 2, "wrap": 3, "constant": 4}
 
 
 @functools.cache
-def _loops() -> ModuleType:
+def window_loops() -> ModuleType:
     """:mod:`.window_kernels`, loaded (and disk-cached) as a generated module."""
     source = (Path(__file__).parent / "window_kernels.py").read_text()
     return load_module("window_kernels", source)
@@ -145,6 +147,25 @@ class _LinePass(CachedPass):
             first, last = start * per_row, stop * per_row
         return _view(x, shape), _view(out, shape), first, last
 
+    def _rows(
+        self, across: Any, along: Any, options: tuple, stores: tuple, out_dtype: np.dtype
+    ) -> _Rows:
+        """The pass running loop ``across`` on ``(lines, n, width)`` views, or ``along`` on
+        whole ``(lines, n)`` lines where the window is along the last axis, each called as
+        ``loop(x, out, cval, first, last, *options, to, *stores)``."""
+
+        def call(x, out, cval, start, stop, to):
+            xs, outs, first, last = self._lines(x, out, start, stop)
+            if xs.shape[2] == 1:  # along the last axis: whole lines
+                lines = xs.shape[:2]
+                n = lines[1]
+                xs, outs = _view(xs, lines), _view(outs, lines)
+                along(xs, outs, cval, first // n, last // n, *options, to, *stores)
+            else:
+                across(xs, outs, cval, first, last, *options, to, *stores)
+
+        return _Rows(call, out_dtype.type)
+
 
 @dataclass(frozen=True)
 class ExtremumPass(_LinePass):
@@ -173,21 +194,9 @@ class ExtremumPass(_LinePass):
         return f"{'maximum' if self.largest else 'minimum'}_axis{self.axis}"
 
     def _build(self, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str) -> _Rows:
-        loops = _loops()
-        code = MODE_CODES[mode]
-        options = (self.before, self.after, code, self.largest)
-
-        def call(x, out, cval, start, stop, to):
-            xs, outs, first, last = self._lines(x, out, start, stop)
-            if xs.shape[2] == 1:  # along the last axis: whole lines
-                lines = xs.shape[:2]
-                n = lines[1]
-                xs, outs = _view(xs, lines), _view(outs, lines)
-                loops.extremum_lines(xs, outs, cval, first // n, last // n, *options, to)
-            else:
-                loops.extremum(xs, outs, cval, first, last, *options, to)
-
-        return _Rows(call, out_dtype.type)
+        loops = window_loops()
+        options = (self.before, self.after, MODE_CODES[mode], self.largest)
+        return self._rows(loops.extremum, loops.extremum_lines, options, (), out_dtype)
 
 
 #: Output dtypes :class:`MeanPass` stores as scipy's C code does.
@@ -213,32 +222,20 @@ class MeanPass(_LinePass):
     name = "running_mean"
 
     def _build(self, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str) -> _Rows:
-        loops = _loops()
+        loops = window_loops()
         bits = 0 if out_dtype.kind == "f" else 8 * out_dtype.itemsize
+        stores = (bits, out_dtype.kind == "i")
         options = (self.before, self.after, MODE_CODES[mode])
-
-        signed = out_dtype.kind == "i"
-
-        def call(x, out, cval, start, stop, to):
-            xs, outs, first, last = self._lines(x, out, start, stop)
-            if xs.shape[2] == 1:  # along the last axis: whole lines
-                lines = xs.shape[:2]
-                n = lines[1]
-                xs, outs = _view(xs, lines), _view(outs, lines)
-                loops.running_mean_lines(
-                    xs, outs, cval, first // n, last // n, *options, to, bits, signed
-                )
-            else:
-                loops.running_mean(xs, outs, cval, first, last, *options, to, bits, signed)
-
-        return _Rows(call, out_dtype.type)
+        return self._rows(loops.running_mean, loops.running_mean_lines, options, stores, out_dtype)
 
 
 #: 8- and 16-bit windows of more elements than this select with a sliding histogram, others
 #: with a selection network run as data. Measured (512x512 frames, (32, 128, 128) stacks,
 #: 2 threads, loaded machine; network / histogram): uint8 9x9 6.7 / 12 ms, 15x15 24 / 16,
 #: 7x7x7 188 / 81; uint16 9x9 12 / 30, 5x5x5 68 / 133, 15x15 58 / 33. Other dtypes always
-#: take the network (float32 15x15: 123 ms against 1.1 s for quickselect).
+#: take the network (float32 15x15: 123 ms against 1.1 s for quickselect). 8-bit 2-D boxes
+#: take column histograms (:func:`.window_kernels.rank_columns`) instead; 2048x2048 uint8,
+#: 2 threads, loaded, network / columns: 7x7 55 / 215 ms, 9x9 108 / 201, 11x11 156 / 190.
 HISTOGRAM_ABOVE = 150
 
 
@@ -259,7 +256,8 @@ class RankWindow(CachedPass):
 
     The minimum or maximum by one comparison per point
     (:func:`.window_kernels.extremum_points`); other ranks by a sliding histogram for
-    8/16-bit windows above :data:`HISTOGRAM_ABOVE` elements, else by a selection network
+    8/16-bit windows above :data:`HISTOGRAM_ABOVE` elements (column histograms, constant
+    time per point, for 8-bit 2-D boxes), else by a selection network
     for ``rank`` run as data (:func:`.window_kernels.rank_network`): each compiles once
     per dtype, whatever the window.
     """
@@ -301,7 +299,7 @@ class RankWindow(CachedPass):
         from ..library import _selection_network  # the library imports this module
 
         (dtype,) = in_dtypes
-        loops = _loops()
+        loops = window_loops()
         sizes = [before + 1 + after for before, after in self.reach]
         ndim = len(sizes)
         # Frames as (a0, a1, n): rows (work_rows) along a0, lines along n.
@@ -317,8 +315,11 @@ class RankWindow(CachedPass):
             loop = loops.extremum_points
         elif dtype.itemsize <= 2 and dtype.kind in "iub" and self.size > HISTOGRAM_ABOVE:
             low = int(np.iinfo(dtype).min) if dtype.kind in "iu" else 0
-            extra = (self._runs(kn), low, 4 * dtype.itemsize)
-            loop = loops.rank_histogram
+            if dtype.itemsize == 1 and ndim == 2 and self.points is None and self.size < 1 << 16:
+                extra, loop = (low,), loops.rank_columns
+            else:
+                extra = (self._runs(kn), low, 4 * dtype.itemsize)
+                loop = loops.rank_histogram
         else:
             pairs = np.array(_selection_network(self.size, self.rank), np.intp).reshape(-1, 2)
             extra = (self._places().astype(np.intp), pairs)
@@ -334,5 +335,54 @@ class RankWindow(CachedPass):
                 frame = (1, 1, core[0])
             xs, outs = _view(x, (batch, *frame)), _view(out, (batch, *frame))
             loop(xs, outs, cval, start, stop, reach, kn, self.rank, code, to, *extra)
+
+        return _Rows(call, out_dtype.type)
+
+
+@dataclass(frozen=True)
+class BoxMean(CachedPass):
+    """The mean over a 2-D box of integers, rounded to nearest (half to even) and
+    saturated as the library's mean stores it, in time that does not grow with the box
+    (:func:`.window_kernels.box_mean`: running sums down the columns and along the rows).
+
+    The sums are exact in int32 (the caller checks ``count * max|x| < 2**31``); the
+    division is in float32 where the sums stay below ``2**23``, else float64. Either
+    rounds as the exact mean: a mean that is a tie (``k + 1/2``) is exact in both, and
+    any other lies at least ``1 / (2 * count)`` from one, farther than the quotient's
+    rounding error (half an ulp of ``sum / count``, below ``2**-24 * 2**23 / count``).
+
+    Attributes
+    ----------
+    reach : tuple of (int, int)
+        The reach before and after each element, per core axis (2 axes).
+    bound : int
+        The largest ``|sum|`` of the box.
+    """
+
+    reach: tuple[tuple[int, int], ...]
+    bound: int
+
+    name = "box_mean"
+    dtype = None  # the input's
+
+    @property
+    def halo(self) -> tuple[tuple[int, int], ...]:
+        return self.reach
+
+    def _build(self, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str) -> _Rows:
+        loops = window_loops()
+        (b0, a0), (bn, an) = self.reach
+        kn = bn + 1 + an
+        reach = (b0, b0 + 1 + a0, 0, 1, bn)
+        count = (b0 + 1 + a0) * kn
+        scale = np.array([count], np.float32 if self.bound < 1 << 23 else np.float64)
+        code = MODE_CODES[mode]
+
+        def call(x, out, cval, start, stop, to):
+            batch, n0, n1 = x.shape
+            frame = (batch, n0, 1, n1)
+            xs, outs = _view(x, frame), _view(out, frame)
+            sums = np.empty(n1 + kn - 1, np.int32)
+            loops.box_mean(xs, outs, cval, start, stop, reach, kn, code, to, sums, scale)
 
         return _Rows(call, out_dtype.type)

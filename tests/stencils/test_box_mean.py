@@ -1,0 +1,89 @@
+"""Big 2-D integer means as running sums (``windows.BoxMean``), against exact arithmetic.
+
+The library's mean of an integer frame over more than ``BOX_MEAN_ABOVE`` elements runs
+column and row running sums in int32 with one float division per point; the oracle is
+the box's int64 sum from np.pad, divided and rounded to nearest (half to even), which
+is the library's documented rounding.
+"""
+
+import dask.array as da
+import numpy as np
+import pytest
+
+import stencilpipe as sp
+from oracle import MODES, NUMPY_PAD_MODE
+from stencilpipe.library import BOX_MEAN_ABOVE
+from stencilpipe.stencils.windows import BoxMean
+
+RNG = np.random.default_rng(31)
+
+WINDOWS = [(21, 21), (31, 31), (11, 41), (20, 24)]
+DTYPES = [np.uint8, np.int8, np.uint16, np.int16]
+
+
+def frames(dtype, shape):
+    info = np.iinfo(dtype)
+    return RNG.integers(info.min, int(info.max) + 1, shape, dtype=dtype)
+
+
+def exact_mean(stack, size, mode, cval=0):
+    """Each window's int64 sum divided by its count, rounded half to even, saturated."""
+    pad = [(0, 0)] + [(s // 2, s - s // 2 - 1) for s in size]
+    extra = {"constant_values": cval} if mode == "constant" else {}
+    padded = np.pad(stack.astype(np.int64), pad, mode=NUMPY_PAD_MODE[mode], **extra)
+    sums = np.lib.stride_tricks.sliding_window_view(padded, size, axis=(1, 2)).sum((-2, -1))
+    info = np.iinfo(stack.dtype)
+    return np.clip(np.rint(sums / np.prod(size)), info.min, info.max).astype(stack.dtype)
+
+
+def test_windows_run_as_running_sums():
+    stencil = sp.library.mean(21)
+    assert 21 * 21 > BOX_MEAN_ABOVE
+    for dtype in DTYPES:
+        (kernel,) = stencil.pass_kernels(np.dtype(dtype), "reflect", np.dtype(dtype))
+        assert isinstance(kernel, BoxMean)
+    # a float output keeps the fraction: not the integer passes
+    (kernel, *_) = stencil.pass_kernels(np.dtype(np.uint8), "reflect", np.dtype(np.float32))
+    assert not isinstance(kernel, BoxMean)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("mode", MODES)
+def test_equal_exact_rounding(dtype, mode):
+    x = frames(dtype, (2, 45, 300))
+    for size in WINDOWS:
+        stencil = sp.library.mean(size, boundary=mode, cval=3)
+        want = exact_mean(x, size, mode, 3)
+        np.testing.assert_array_equal(stencil(x), want, err_msg=f"{size}")
+        np.testing.assert_array_equal(stencil(x), want, err_msg=f"{size}, threads")
+        assert not stencil._compiled or mode in ("constant", "wrap")
+
+
+def test_ties_round_to_even():
+    """An even count: sums that are odd multiples of count / 2 are exact ties."""
+    x = np.zeros((1, 40, 40), np.uint8)
+    x[0, ::2, ::2] = 255  # many windows hold the same number of 255s
+    x[0, 1::4, 1::4] = 1
+    for size in [(20, 24), (22, 22)]:
+        np.testing.assert_array_equal(sp.library.mean(size)(x), exact_mean(x, size, "reflect"))
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1), (1, 7, 3), (3, 30, 129), (1, 120, 9)])
+def test_odd_shapes_and_stacks(shape):
+    x = frames(np.uint16, shape)
+    for mode in ("reflect", "mirror", "nearest"):
+        np.testing.assert_array_equal(
+            sp.library.mean(25, boundary=mode)(x), exact_mean(x, (25, 25), mode)
+        )
+
+
+def test_dask_chunks_and_fused_chains_equal_numpy():
+    x = frames(np.uint8, (3, 80, 90))
+    lazy = da.from_array(x, chunks=(2, 30, 33))
+    box = sp.library.mean(31)
+    want = exact_mean(x, (31, 31), "reflect")
+    np.testing.assert_array_equal(box(lazy).compute(), want)
+    small = sp.library.mean(3)
+    chained = sp.chain(box, small)
+    np.testing.assert_array_equal(chained(x), small(want))
+    np.testing.assert_array_equal(chained(lazy).compute(), small(want))
