@@ -8,7 +8,8 @@ kernel cache, the first call of a 15x15 median: the window pass against the
 per-point selection network it replaces (minutes: off by default).
 
 ``--large`` times issue 17's large windows instead: ``stencilpipe.ndfilters``'
-31x31 uniform (and the library's rounded 31x31 mean), gaussian sigma 8, 15x15 minimum/maximum and 15x15 median against
+31x31 uniform (and the library's rounded 31x31 mean), gaussian sigma 8, 15x15
+minimum/maximum and 15x15 median against
 OpenCV's blur, GaussianBlur, erode/dilate and medianBlur (8-bit only above 5x5:
 there the 16-bit and float32 medians are set against OpenCV's uint8 median of the
 same frame), each pair interleaved
@@ -79,7 +80,7 @@ def _large_pairs(name: str, x: np.ndarray) -> dict:
         )
     for size in (5, 31):
         pairs[f"library mean {size}x{size}"] = (
-            lambda size=size: sp.library.mean(size)(x),
+            lambda mean=sp.library.mean(size): mean(x),
             lambda size=size: cv2.blur(x, (size, size), borderType=reflect),
             "cv2.blur",
         )
