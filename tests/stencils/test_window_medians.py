@@ -141,3 +141,20 @@ def test_wrap_one_dimensional_passes(dtype):
             np.testing.assert_array_equal(ours(x, size, mode="wrap"), want, err_msg=ours.__name__)
             lazy = da.from_array(x, chunks=(7, 11))
             np.testing.assert_array_equal(ours(lazy, size, mode="wrap").compute(), want)
+
+
+@pytest.mark.parametrize("dtype", [np.uint16, np.int16])
+@pytest.mark.parametrize("mode", MODES)
+def test_big_16_bit_medians_equal_scipy(dtype, mode):
+    """16-bit windows slide a histogram of three levels (fine, middle, coarse)."""
+    noisy = frames(dtype, (1, 30, 70))
+    smooth = np.cumsum(frames(np.int8, (1, 30, 70)), axis=2).astype(dtype)  # small steps
+    for x in (noisy, smooth):
+        for size in [(13, 13), (7, 25)]:
+            stencil = sp.library.median(size, boundary=mode, cval=7)
+            want = per_frame(ndi.median_filter, x, size=size, mode=mode, cval=7)
+            np.testing.assert_array_equal(stencil(x), want, err_msg=f"{size}")
+        volume = x.reshape(1, 5, 6, 70)
+        want = per_frame(ndi.median_filter, volume, size=(3, 5, 13), mode=mode, cval=7)
+        got = sp.library.median((3, 5, 13), ndim=3, boundary=mode, cval=7)(volume)
+        np.testing.assert_array_equal(got, want)

@@ -315,10 +315,11 @@ class RankWindow(CachedPass):
             loop = loops.extremum_points
         elif dtype.itemsize <= 2 and dtype.kind in "iub" and self.size > HISTOGRAM_ABOVE:
             low = int(np.iinfo(dtype).min) if dtype.kind in "iu" else 0
+            middling = None if dtype.itemsize == 1 else True
             if dtype.itemsize == 1 and ndim == 2 and self.points is None and self.size < 1 << 16:
                 extra, loop = (low,), loops.rank_columns
             else:
-                extra = (self._runs(kn), low, 4 * dtype.itemsize)
+                extra = (self._runs(kn), low, 4 * dtype.itemsize, middling)
                 loop = loops.rank_histogram
         else:
             pairs = np.array(_selection_network(self.size, self.rank), np.intp).reshape(-1, 2)
