@@ -87,3 +87,26 @@ def test_dask_chunks_and_fused_chains_equal_numpy():
     chained = sp.chain(box, small)
     np.testing.assert_array_equal(chained(x), small(want))
     np.testing.assert_array_equal(chained(lazy).compute(), small(want))
+
+
+@pytest.mark.parametrize("dtype", [*DTYPES, np.int32, np.uint32])
+@pytest.mark.parametrize("mode", MODES)
+def test_ndfilters_uniform_along_lines_of_integers(dtype, mode):
+    """ndfilters' uniform filter of integers sums each line in int64
+    (``window_kernels.running_mean_integers``): scipy's values, and its stores."""
+    from scipy import ndimage as ndi
+
+    import stencilpipe.ndfilters as ndf
+
+    x = frames(dtype, (7, 301))
+    for size in (17, 31, 400):
+        want = ndi.uniform_filter1d(x, size, axis=1, mode=mode, cval=3)
+        got = ndf.uniform_filter1d(x, size, axis=1, mode=mode, cval=3)
+        np.testing.assert_array_equal(got, want, err_msg=str(size))
+    want = ndi.uniform_filter(x, 31, mode=mode, output=np.uint8)
+    np.testing.assert_array_equal(ndf.uniform_filter(x, 31, mode=mode, output=np.uint8), want)
+    lazy = da.from_array(x, chunks=(3, 100))
+    np.testing.assert_array_equal(
+        ndf.uniform_filter(lazy, (5, 31), mode=mode).compute(),
+        ndi.uniform_filter(x, (5, 31), mode=mode),
+    )

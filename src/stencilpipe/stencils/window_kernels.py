@@ -188,6 +188,20 @@ def runs(values, spare, size, largest):
     return run, source
 
 
+@inline
+def read_line(x, line, before, mode, cval, values):
+    """Line ``line`` of ``x``, ``(lines, n)``, from ``before`` positions before it into
+    ``values``, folded (the ends by ``mode``, the inside copied)."""
+    n, length = x.shape[1], values.size
+    for r in range(min(before, length)):
+        j = fold(r - before, n, mode)
+        values[r] = cval if j < 0 else x[line, j]
+    copy(x[line], values[before : before + n])
+    for r in range(before + n, length):
+        j = fold(r - before, n, mode)
+        values[r] = cval if j < 0 else x[line, j]
+
+
 @jit
 def extremum_lines(x, out, cval, first, last, before, after, mode, largest, to):
     """As :func:`extremum` along the last axis of ``(lines, n)`` arrays, for the whole
@@ -200,13 +214,7 @@ def extremum_lines(x, out, cval, first, last, before, after, mode, largest, to):
     values = np.empty(length, x.dtype)
     spare = np.empty(length, x.dtype)
     for line in range(first, last):
-        for r in range(min(before, length)):
-            j = fold(r - before, n, mode)
-            values[r] = cval if j < 0 else x[line, j]
-        copy(x[line], values[before : before + n])
-        for r in range(before + n, length):
-            j = fold(r - before, n, mode)
-            values[r] = cval if j < 0 else x[line, j]
+        read_line(x, line, before, mode, cval, values)
         run, result = runs(values, spare, size, largest)
         combine(result[:n], result[size - run : size - run + n], out[line], largest, to)
 
@@ -625,6 +633,31 @@ def running_mean_lines(x, out, cval, first, last, before, after, mode, to, bits,
         for i in range(n):
             for k in range(m):
                 out[group + k, i] = result[i, k]
+
+
+@jit
+def running_mean_integers(x, out, cval, first, last, before, after, mode, to, bits, signed):
+    """As :func:`running_mean_lines` for integer ``x``, one line at a time: its running sum
+    in int64 (exact, as scipy's sums in double of integers are, so bit for bit scipy's),
+    one dependent addition per step, with the divisions and stores in a loop of their
+    own. The 16 lines side by side that float sums need cost more (2048x2048 uint8,
+    31 wide, 2 threads, loaded machine: 12 ms)."""
+    n = x.shape[1]
+    size = before + after + 1
+    values = np.empty(n + size - 1, np.int64)
+    sums = np.empty(n, np.float64)
+    for line in range(first, last):
+        read_line(x, line, before, mode, cval, values)
+        total = 0
+        for r in range(size):
+            total += values[r]
+        sums[0] = total
+        for i in range(1, n):
+            total += values[i + size - 1] - values[i - 1]
+            sums[i] = total
+        row = out[line]
+        for i in range(n):
+            row[i] = store_c(sums[i] / size, to, bits, signed)
 
 
 @jit

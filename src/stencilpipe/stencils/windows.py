@@ -226,7 +226,9 @@ class MeanPass(_LinePass):
         bits = 0 if out_dtype.kind == "f" else 8 * out_dtype.itemsize
         stores = (bits, out_dtype.kind == "i")
         options = (self.before, self.after, MODE_CODES[mode])
-        return self._rows(loops.running_mean, loops.running_mean_lines, options, stores, out_dtype)
+        integers = in_dtypes[0].kind in "iu" and in_dtypes[0].itemsize <= 4  # exact in double
+        along = loops.running_mean_integers if integers else loops.running_mean_lines
+        return self._rows(loops.running_mean, along, options, stores, out_dtype)
 
 
 #: 8- and 16-bit windows of more elements than this select with a sliding histogram, others
