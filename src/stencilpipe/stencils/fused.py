@@ -166,10 +166,10 @@ def _compiled_strips(passes: Sequence[Pass], ndim: int) -> Callable[..., None] |
     modules = []
     for step in passes:
         apply = getattr(step.kernel, "apply", None)
-        module = sys.modules.get(getattr(apply, "__module__", None) or "")
-        if apply is None or getattr(module, "apply", None) is not apply:
+        name = getattr(apply, "__module__", None) or ""
+        if apply is None or getattr(sys.modules.get(name), "apply", None) is not apply:
             return None
-        modules.append(module.__name__)
+        modules.append(name)
     dtypes = tuple(p.out_dtype.name for p in passes[:-1])
     reaches = tuple(_reach(p) for p in passes)
     return _strip_function(tuple(modules), dtypes, reaches, ndim)
