@@ -111,9 +111,11 @@ def _patch_run(info: KernelInfo, target: str, side: str, mode: str) -> list[str]
     (a folded, non-inlined load per read: 40 ns per row of a 3-wide uint8 mean pass, a
     third of its time). Instead the values the points at that end read are copied into
     a small array per input, the patch, through last-axis indices folded once per call
-    (``_sp_fl<k>``/``_sp_fr<k>``; -1 reads ``cval``), and the interior function runs on
-    the patches: the same reads, so the same values. The copies are written out one by
-    one: as a loop LLVM vectorised them into gathers, slower for a few elements.
+    (``_sp_fl<k>``/``_sp_fr<k>``; -1: the column keeps the ``cval`` the patch was filled
+    with), and the interior function runs on the patches: the same reads, so the same
+    values. The copies are written out one by one (as a loop LLVM vectorised them into
+    gathers, slower for a few elements), under one test per column: a test per element
+    sent Numba's SSA pass into a recursion error on a 13x13 kernel.
     """
     last = info.ndim - 1
     before, after = info.halo[last]
@@ -121,18 +123,20 @@ def _patch_run(info: KernelInfo, target: str, side: str, mode: str) -> list[str]
         return []
     i, n = f"_sp_i{last}", f"_sp_n{last}"
     lines = []
-    for cell in itertools.product(*(range(sum(h) + 1) for h in info.halo[:last])):
-        rows = [
-            f"{'_sp_c0' if d == 0 else f'_sp_i{d}'} + {q - info.halo[d][0]}"
-            for d, q in enumerate(cell)
-        ]
-        for k in range(_patch_width(info, side)):
-            column = f"_sp_f{side}{k}"
+    for k in range(_patch_width(info, side)):
+        column = f"_sp_f{side}{k}"
+        indent = "    "
+        if mode == "constant":  # the patches hold cval where no column is read
+            lines.append(f"    if {column} >= 0:")
+            indent += "    "
+        for cell in itertools.product(*(range(sum(h) + 1) for h in info.halo[:last])):
+            rows = [
+                f"{'_sp_c0' if d == 0 else f'_sp_i{d}'} + {q - info.halo[d][0]}"
+                for d, q in enumerate(cell)
+            ]
             for a in info.array_params:
                 read = f"_sp_f_{a}[{', '.join([*rows, column])}]"
-                if mode == "constant":
-                    read = f"{read} if {column} >= 0 else _sp_cp_{a}"
-                lines.append(f"    _sp_p{side}_{a}[{', '.join(map(str, [*cell, k]))}] = {read}")
+                lines.append(f"{indent}_sp_p{side}_{a}[{', '.join(map(str, [*cell, k]))}] = {read}")
     centres = [str(b) for b, _ in info.halo[:last]]
     patches = [f"_sp_p{side}_{a}" for a in info.array_params]
     call = ", ".join([*patches, *info.scalar_params, *centres, f"_sp_m + {before}"])
@@ -196,6 +200,8 @@ def _patch_setup(info: KernelInfo, in_dtypes: tuple[np.dtype, ...], mode: str) -
             f"    _sp_p{side}_{a} = _sp_np.empty(({shape}), _sp_np.{d.name})"
             for a, d in zip(arrays, in_dtypes)
         ]
+        if mode == "constant":
+            lines += [f"    _sp_p{side}_{a}.fill(_sp_cp_{a})" for a in arrays]
     return lines
 
 
