@@ -157,10 +157,7 @@ def run_passes(array: Any, passes: Sequence[Pass], dtypes: Dtypes, cval: Any) ->
     for step, stencil, reads in _built(result.dtype, passes, cval, result.ndim):
         if result.dtype != reads:
             result = result.astype(reads)
-        if step.mode == "wrap" and _window_passes(stencil) and isinstance(result, np.ndarray):
-            result = _wrapped(step, stencil, result)
-        else:
-            result = _run(step, stencil, result, step.mode, cval)
+        result = _run(step, stencil, result, step.mode, cval)
     return result
 
 
@@ -174,27 +171,6 @@ def _run(step: Pass, stencil: Stencil, array: Any, mode: str, cval: Any) -> Any:
     lines = (math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1 :]))
     filtered = stencil(array.reshape(lines), channel_axis=None, boundary=boundary, cval=fill)
     return filtered.reshape(shape)
-
-
-def _window_passes(stencil: Stencil) -> bool:
-    """Whether the CPU runs ``stencil`` as window passes (:mod:`..stencils.windows`), which
-    compile once per dtype, but which a stencil under ``wrap`` leaves for its per-point
-    kernel (a 15x15 median's: minutes of compiling): see :func:`_wrapped`."""
-    return stencil.passes is not None and "cpu" in stencil.passes
-
-
-def _wrapped(step: Pass, stencil: Stencil, array: np.ndarray) -> np.ndarray:
-    """``stencil`` under ``wrap`` as it runs under ``nearest`` over ``array`` padded by
-    wrapping (by its halo along the axes it filters), cropped."""
-    if step.axis is None:
-        halo = list(stencil.halo)
-    else:
-        halo = [(0, 0)] * array.ndim
-        halo[step.axis] = stencil.halo[0]
-    padded = np.pad(array, halo, mode="wrap")
-    result = _run(step, stencil, padded, "nearest", 0)
-    crop = tuple(slice(before, before + n) for (before, _), n in zip(halo, array.shape))
-    return np.ascontiguousarray(result[crop])
 
 
 def _built(
