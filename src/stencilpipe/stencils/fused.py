@@ -80,7 +80,9 @@ def strip_rows(passes: Sequence[Pass], row_elements: int, rows: int, frames: int
     return max(1, min(rows, max(MIN_STRIP_ROWS, min(fit, shared))))
 
 
-def run_passes(passes: Sequence[Pass], x: np.ndarray, out: np.ndarray) -> None:
+def run_passes(
+    passes: Sequence[Pass], x: np.ndarray, out: np.ndarray, *, whole_frames: bool = False
+) -> None:
     """Compute ``passes`` one after another from ``x`` into ``out``, strip by strip.
 
     Parameters
@@ -89,6 +91,9 @@ def run_passes(passes: Sequence[Pass], x: np.ndarray, out: np.ndarray) -> None:
         Each reads the previous one's output.
     x, out : numpy.ndarray
         ``(batch, n0, ...)``: a batch of frames, C-contiguous, of the same shape.
+    whole_frames : bool
+        Whether each strip is a whole frame: passes under ``wrap`` read the far end of
+        the frame, which a strip of rows does not hold.
     """
     if out.size == 0:
         return
@@ -97,7 +102,11 @@ def run_passes(passes: Sequence[Pass], x: np.ndarray, out: np.ndarray) -> None:
         step.kernel(x, out, step.cval, rows=work_rows(out.shape))
         return
     rows = x.shape[1]
-    height = strip_rows(passes, int(np.prod(x.shape[2:], dtype=np.int64)), rows, x.shape[0])
+    height = (
+        rows
+        if whole_frames
+        else strip_rows(passes, int(np.prod(x.shape[2:], dtype=np.int64)), rows, x.shape[0])
+    )
     strips = -(-rows // height)
     # Rows each pass must deliver beyond the strip, on both sides: the reach of the passes
     # after it (see _reach).

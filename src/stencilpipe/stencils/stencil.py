@@ -73,9 +73,8 @@ class Stencil:
         passes of its own, and under the key None for the others; under the key
         ``'constant'``, the passes of constant mode, each padding with ``cval`` as scipy
         does (sobel), and which the GPU runs too; under the key ``'cpu'``, passes the
-        CPU runs under every mode (:mod:`.windows`: big minima, maxima and medians; under
-        ``wrap`` only a single pass). Each pass is a :class:`.kernel.PassKernel`. None for
-        other stencils.
+        CPU runs under every mode (:mod:`.windows`: big minima, maxima and medians). Each
+        pass is a :class:`.kernel.PassKernel`. None for other stencils.
     """
 
     def __init__(
@@ -383,10 +382,10 @@ class Stencil:
         """
         passes = self.passes or {}
         cpu = passes.get("cpu")
-        if mode == "wrap":  # reads the far end of the frame: no strips, so one pass at most
-            return cpu if cpu is not None and len(cpu) == 1 else (self,)
         if cpu is not None:
             return cpu
+        if mode == "wrap":  # whole-frame passes (see strip_passes) pay for big windows only
+            return (self,)
         if mode == "constant":
             return passes.get("constant", (self,))
         own = passes.get(in_dtype)
@@ -407,8 +406,8 @@ class Stencil:
         with ``cval``, as scipy's sobel does), else one pass; under ``wrap``, or when the
         stencil reads several arrays or scalars, it is one pass. ``passes['cpu']``, where
         a stencil has them, are run under every mode (the window filters of
-        :mod:`.windows`), but under ``wrap`` only a single one: it runs on whole frames,
-        where several would run over row strips, which cannot wrap.
+        :mod:`.windows`); under ``wrap`` each over whole frames, since a strip of rows
+        cannot wrap (see :func:`~stencilpipe.stencils.fused.run_passes`).
         """
         kernels = self.pass_kernels(in_dtype, mode, out_dtype)
         passes, dtype = [], in_dtype
