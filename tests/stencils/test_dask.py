@@ -135,3 +135,18 @@ def test_inside_dask_tasks_kernels_use_only_the_task_thread(monkeypatch):
         got = smooth(da.from_array(x, chunks=(1, -1, -1))).compute()
     assert Recording.submitted == 0  # Dask's threads are the only ones
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("in_process", [True, False])
+def test_wrap_reads_the_far_end_on_threads_and_on_workers(monkeypatch, in_process):
+    """On threads each chunk's task reads its halo from the far end itself; where tasks go
+    to other processes Dask's periodic overlap brings it (``_runs_in_this_process``)."""
+    from stencilpipe.stencils import dask_apply
+
+    monkeypatch.setattr(dask_apply, "_runs_in_this_process", lambda: in_process)
+    v = np.random.default_rng(2).integers(-300, 300, (3, 17, 19)).astype(np.int16)
+    lazy = da.from_array(v, chunks=(2, (4, 9, 4), (3, 3, 13)))
+    for kernel in (lopsided, declared_window):
+        got = kernel(lazy, boundary="wrap")
+        assert ("overlap" in " ".join(map(str, got.dask.layers))) != in_process
+        np.testing.assert_array_equal(got.compute(), kernel(v, boundary="wrap"))
