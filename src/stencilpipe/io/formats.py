@@ -20,7 +20,6 @@ from typing import Any, BinaryIO, Protocol
 import numpy as np
 import tifffile
 from dask.utils import format_bytes
-from PIL import Image, UnidentifiedImageError
 
 from .errors import BadImageFile, TargetError
 from .metadata import Metadata
@@ -358,11 +357,16 @@ def _decode(page: Any, out: np.ndarray | None) -> np.ndarray:
 
 
 class Pillow:
-    """PNG, JPEG and the other formats Pillow reads; writes PNG (lossless)."""
+    """PNG, JPEG and the other formats Pillow reads; writes PNG (lossless).
+
+    Pillow is imported by the methods that use it: a run of TIFFs never pays for its import.
+    """
 
     extensions = (".png",)
 
     def scan(self, path: str, size: int, storage_options: Options = None) -> Header:
+        from PIL import Image, UnidentifiedImageError
+
         with open_binary(path, storage_options) as fh:
             start = fh.read(4)
         known = next((k for m, k in _PILLOW_MAGIC.items() if start.startswith(m)), None)
@@ -395,6 +399,8 @@ class Pillow:
         return [self.read(path, index, storage_options) for index in indices]
 
     def read(self, path: str, index: int, storage_options: Options = None) -> np.ndarray:
+        from PIL import Image
+
         with open_binary(path, storage_options) as fh, Image.open(fh) as image:
             if image.mode in _READ_AS:
                 image = image.convert(_READ_AS[image.mode])
@@ -407,6 +413,8 @@ class Pillow:
                 f"compression={compression!r} applies to TIFF and Zarr targets only; "
                 "PNG is always deflate-compressed"
             )
+        from PIL import Image
+
         try:
             mode = Image.fromarray(np.zeros((1, 1) + frame_shape[2:], dtype)).mode
         except Exception:
@@ -420,6 +428,8 @@ class Pillow:
     def write(
         self, fh: BinaryIO, frame: np.ndarray, compression: str | None, tags: TiffTags | None = None
     ) -> None:
+        from PIL import Image
+
         Image.fromarray(frame).save(fh, format="PNG")
 
 

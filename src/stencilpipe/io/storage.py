@@ -7,6 +7,9 @@ implementations do by default, from the usual environment variables and config f
 Every failure to reach a URL becomes one :class:`~stencilpipe.errors.ImageStackError`
 (or :class:`~stencilpipe.io.errors.TargetError` for outputs) naming the URL and what to
 check or install.
+
+fsspec is imported only where a URL is met: a run on local files never pays for its import
+(asyncio's, among others).
 """
 
 from __future__ import annotations
@@ -16,9 +19,6 @@ import datetime
 import os
 from collections.abc import Iterator, Mapping
 from typing import Any, BinaryIO, cast
-
-import fsspec
-from fsspec.core import split_protocol, url_to_fs
 
 __all__ = [
     "READ_ONLY",
@@ -53,11 +53,15 @@ def is_url(path: Any) -> bool:
     """
     if not isinstance(path, str) or "://" not in path:
         return False
+    from fsspec.core import split_protocol
+
     return split_protocol(path)[0] not in (None, "file", "local")
 
 
 def unreachable(url: str, exc: BaseException) -> str:
     """One line saying why ``url`` cannot be used, and what to check or install."""
+    from fsspec.core import split_protocol
+
     scheme = split_protocol(url)[0] or ""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     if isinstance(exc, ImportError) or "not known" in text.lower() and "protocol" in text:
@@ -86,6 +90,8 @@ def file_system(url: str, storage_options: Mapping[str, Any] | None) -> tuple[An
 
     Raises ``OSError`` with the one-line message: callers turn it into their own error.
     """
+    from fsspec.core import url_to_fs
+
     try:
         return url_to_fs(url, **dict(storage_options or {}))
     except Exception as exc:  # noqa: BLE001 - every implementation fails its own way
@@ -118,6 +124,8 @@ def open_binary(
         with open(path, mode) as fh:
             yield cast(BinaryIO, fh)
         return
+    import fsspec
+
     with fsspec.open(path, mode, **dict(storage_options or {})) as fh:
         yield fh
 
