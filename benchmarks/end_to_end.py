@@ -16,12 +16,23 @@ with one sync at its end, the anchor for durable outputs). Beside it:
 
 Target (issue 16): ``stencilpipe run`` including start-up at most 1.2x the loop.
 
-Run: ``python benchmarks/end_to_end.py`` (a few minutes, 3 GiB of free disk).
+The fair anchor is the loop made as durable as the run: ``stencilpipe run`` renames each
+output into place and flushes the file system once at the end (``durability: batch``), so
+the loop script with one ``os.sync()`` at its end does the same work; the plain loop leaves
+its 800 MiB in the page cache, not on the disk. The first table sets the run against both,
+as whole processes, interleaved (every round runs each once, in turn, the order rotated so
+that no row always follows the same one), with the range of rounds, the CPU time of the
+process (user + system: what a loaded machine makes the run pay for) and the load.
+
+Run: ``python benchmarks/end_to_end.py`` (a few minutes, 3 GiB of free disk);
+``BENCH_ROUNDS`` sets the interleaved rounds (default 5), ``BENCH_ONLY_RUN=1`` skips the
+other anchors.
 """
 
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -34,11 +45,13 @@ import tifffile
 sys.path.insert(0, os.path.dirname(__file__))
 from common import HERE, LOOP, print_table, write_frames  # noqa: E402
 from kernels import smooth  # noqa: E402
+from side_by_side import load  # noqa: E402
 
 from stencilpipe.io import imread, imsave  # noqa: E402
 
 FRAMES = int(os.environ.get("BENCH_FRAMES", 200))
 SIZE = 2048
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", 5))
 
 
 def best(action, out: Path, repeat: int = 2) -> float:
@@ -51,6 +64,50 @@ def best(action, out: Path, repeat: int = 2) -> float:
         times.append(time.perf_counter() - start)
     shutil.rmtree(out, ignore_errors=True)
     return min(times)
+
+
+def children_cpu() -> float:
+    """User + system seconds of this process's waited-for children so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def whole_runs(commands: dict[str, list[str]], out: Path) -> dict[str, list[tuple[float, float]]]:
+    """``(wall, cpu)`` seconds of each command per round, over :data:`ROUNDS` rounds after
+    an untimed one; each runs into an empty ``out`` with nothing of the last left to flush."""
+    names = list(commands)
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
+    for round_ in range(ROUNDS + 1):
+        for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
+            shutil.rmtree(out, ignore_errors=True)
+            os.sync()  # the last row's writeback is not this one's to wait for
+            cpu, start = children_cpu(), time.perf_counter()
+            subprocess.run(commands[name], check=True, capture_output=True)
+            if round_:
+                times[name].append((time.perf_counter() - start, children_cpu() - cpu))
+    shutil.rmtree(out, ignore_errors=True)
+    return times
+
+
+def print_ranges(
+    title: str, times: dict[str, list[tuple[float, float]]], anchors: list[str]
+) -> None:
+    """Best and worst wall time of each row, its best CPU time, and its best-round ratio to
+    each of ``anchors`` (wall, then CPU)."""
+    best = {name: min(t for t, _ in rounds) for name, rounds in times.items()}
+    cpu = {name: min(c for _, c in rounds) for name, rounds in times.items()}
+    print(f"\n## {title}\n")
+    heads = "".join(f" x {i + 1} wall / cpu |" for i in range(len(anchors)))
+    print(f"| {'what':<52} | wall s best-worst | cpu s |{heads}")
+    print(f"|{'-' * 54}|{'-' * 19}|{'-' * 7}|" + f"{'-' * 20}|" * len(anchors))
+    for name, rounds in times.items():
+        ratios = "".join(
+            f" {best[name] / best[a]:8.2f} / {cpu[name] / cpu[a]:4.2f} |" for a in anchors
+        )
+        worst = max(t for t, _ in rounds)
+        print(f"| {name:<52} | {best[name]:7.2f} - {worst:7.2f} | {cpu[name]:5.2f} |{ratios}")
+    for i, anchor in enumerate(anchors):
+        print(f"anchor {i + 1}: {anchor}")
 
 
 def for_loop(kernel, src: Path, dst: Path) -> None:
@@ -97,6 +154,22 @@ def main() -> None:
             return lambda: subprocess.run([*command, *extra], check=True, capture_output=True)
 
         loop = [sys.executable, "-c", LOOP, str(src), str(out)]
+        durable_loop = [sys.executable, "-c", LOOP + "os.sync()\n", str(src), str(out)]
+        anchors = ["for-loop script + one os.sync (as durable as the run)", "for-loop script"]
+        load_before = load()
+        whole = whole_runs(
+            {anchors[0]: durable_loop, anchors[1]: loop, "stencilpipe run (threads)": command},
+            out,
+        )
+        print_ranges(
+            f"whole runs, {FRAMES} x {SIZE}x{SIZE} uint8 TIFFs, process start to exit, "
+            f"{ROUNDS} interleaved rounds (target: run <= 1.2x); load before: {load_before}, "
+            f"after: {load()}",
+            whole,
+            anchors,
+        )
+        if os.environ.get("BENCH_ONLY_RUN"):
+            return
         rows = [
             ("for-loop, stencilpipe smooth (warm process)", best(lambda: for_loop(smooth, src, out), out)),
             ("stencilpipe run, process start to exit (threads)", best(cli(), out)),
