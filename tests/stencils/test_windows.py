@@ -14,8 +14,10 @@ from scipy import ndimage as ndi
 
 import stencilpipe as sp
 from oracle import MODES, NUMPY_PAD_MODE
+from stencilpipe.stencils.windows import BoxExtremum, ExtremumPass
 
 RNG = np.random.default_rng(11)
+
 
 def frames(dtype, shape=(2, 37, 45)):
     if np.dtype(dtype).kind == "f":
@@ -125,3 +127,65 @@ def test_output_dtype_saturates():
     got = sp.library.median(9, dtype=np.uint8)(x)
     want = np.clip(per_frame(ndi.median_filter, x, size=9), 0, 255).astype(np.uint8)
     np.testing.assert_array_equal(got, want)
+
+
+def _box(which, size, passes, **options):
+    """The library's minimum or maximum over a 2-D ``size`` window, run by ``passes``:
+    ``"box"`` (one :class:`BoxExtremum`) or ``"axes"`` (an :class:`ExtremumPass` per axis)."""
+    stencil = (sp.library.minimum if which == "min" else sp.library.maximum)(size, **options)
+    reach = tuple((s // 2, s - s // 2 - 1) for s in size)
+    largest = which == "max"
+    if passes == "box":
+        stencil.passes = {"cpu": (BoxExtremum(reach, largest),)}
+    else:
+        stencil.passes = {
+            "cpu": tuple(ExtremumPass(d, *r, largest, 2) for d, r in enumerate(reach) if any(r))
+        }
+    return stencil
+
+
+BOX_SIZES = [(5, 5), (3, 4), (2, 7), (15, 15), (13, 11), (1, 6), (8, 1), (16, 3)]
+
+
+@pytest.mark.parametrize("passes", ["box", "axes"])
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.int16, np.float32, np.int64])
+@pytest.mark.parametrize("mode", MODES)
+def test_short_windows_equal_scipy(passes, dtype, mode):
+    """Small and medium boxes, one pass over memory (BoxExtremum) or per axis (ExtremumPass,
+    whose short windows across wide rows compare the rows directly): scipy's results on
+    frames wider than the direct path's threshold, odd and even sizes, every mode."""
+    x = frames(dtype, (2, 23, 70))
+    cval = 7
+    for size in BOX_SIZES:
+        exact = exact_oracles(x, size, mode, cval)
+        for which, oracle in zip(["min", "max"], exact):
+            got = _box(which, size, passes, boundary=mode, cval=cval)(x)
+            np.testing.assert_array_equal(got, oracle, err_msg=f"{which} {size}")
+            if np.dtype(dtype) != np.int64:
+                scipy_filter = ndi.minimum_filter if which == "min" else ndi.maximum_filter
+                want = per_frame(scipy_filter, x, size=size, mode=mode, cval=cval)
+                np.testing.assert_array_equal(got, want, err_msg=f"{which} {size}")
+
+
+@pytest.mark.parametrize("passes", ["box", "axes"])
+def test_short_windows_on_frames_narrower_than_the_window(passes):
+    x = frames(np.uint16, (3, 5, 4))
+    for mode in MODES:
+        for size in [(7, 9), (6, 5), (11, 2)]:
+            for which, scipy_filter in [("min", ndi.minimum_filter), ("max", ndi.maximum_filter)]:
+                got = _box(which, size, passes, boundary=mode, cval=3)(x)
+                want = per_frame(scipy_filter, x, size=size, mode=mode, cval=3)
+                np.testing.assert_array_equal(got, want, err_msg=f"{which} {size} {mode}")
+
+
+def test_box_extremum_strips_threads_and_chunks():
+    """Odd row counts (a lone last row of a thread's share), fused chains and Dask chunks."""
+    x = frames(np.uint8, (3, 65, 97))
+    lazy = da.from_array(x, chunks=(2, 21, 40))
+    smooth = sp.library.mean(3)
+    for mode in ["reflect", "wrap", "constant"]:
+        stencil = _box("min", (5, 7), "box", boundary=mode, cval=9)
+        want = per_frame(ndi.minimum_filter, x, size=(5, 7), mode=mode, cval=9)
+        np.testing.assert_array_equal(stencil(x), want)
+        np.testing.assert_array_equal(stencil(lazy).compute(), want)
+        np.testing.assert_array_equal(sp.chain(stencil, smooth)(x), smooth(want))

@@ -1,7 +1,9 @@
 """The loops of the window filters (:mod:`.windows`): order statistics over box windows.
 
 Their cost grows slowly with the window, where a per-point kernel's grows with its
-area: a minimum or maximum is one pass per axis of van Herk/Gil-Werman (three
+area: a minimum or maximum over a small or medium 2-D box is one pass over memory
+(:func:`extremum_box`: the box's rows compared into a row buffer, then along it by
+doubling), over longer windows one pass per axis of van Herk/Gil-Werman (three
 comparisons per element whatever the window's length); a rank (the median) slides a
 histogram along each line for 8/16-bit data, as OpenCV's ``medianBlur`` does (2 updates
 per window row and step), and runs a selection network, given as data, over blocks of
@@ -85,6 +87,45 @@ def read_piece(x, position, last, size, before, mode, cval, buffer):
     return line, lo, hi, values
 
 
+#: Windows up to this long, across rows at least :data:`DIRECT_WIDTH` wide, take the
+#: extremum of the window's rows directly (:func:`extremum_rows`): ``size - 1`` vector
+#: comparisons per element, read from cache, and no buffers, where van Herk/Gil-Werman
+#: copies each row into a buffer and sweeps three more.
+DIRECT_UP_TO = 15
+DIRECT_WIDTH = 64
+
+
+@inline
+def lower(best, row, largest):
+    """``best[i]`` = the extremum of itself and ``row[i]`` (vectorised)."""
+    for i in range(best.size):
+        best[i] = better(best[i], row[i], largest)
+
+
+@inline
+def extremum_rows(x, out, cval, first, last, before, size, mode, largest, to, best):
+    """:func:`extremum` by the window's rows themselves, each folded row compared whole
+    into ``best`` (a row of ``width``, in L1) and stored once."""
+    n = x.shape[1]
+    for position in range(first, last):
+        line, i = position // n, position % n
+        for q in range(size):
+            j = fold(i - before + q, n, mode)
+            if q == 0:
+                if j < 0:
+                    best[:] = cval
+                else:
+                    copy(x[line, j], best)
+            elif j < 0:
+                for w in range(best.size):
+                    best[w] = better(best[w], cval, largest)
+            else:
+                lower(best, x[line, j], largest)
+        row = out[line, i]
+        for w in range(best.size):
+            row[w] = store_as(best[w], to)
+
+
 @jit
 def extremum(x, out, cval, first, last, before, after, mode, largest, to):
     """``out[l, i, :]`` = min (or max) of ``x[l, i - before : i + after + 1, :]``.
@@ -95,6 +136,10 @@ def extremum(x, out, cval, first, last, before, after, mode, largest, to):
     """
     n, width = x.shape[1], x.shape[2]
     size = before + after + 1
+    if size <= DIRECT_UP_TO and width >= DIRECT_WIDTH:
+        best = np.empty(width, x.dtype)
+        extremum_rows(x, out, cval, first, last, before, size, mode, largest, to, best)
+        return
     # Positions per piece: its three buffers stay in cache.
     piece = max(size, BUFFER_BYTES // (3 * width * x.itemsize) - size)
     buffer = np.empty((piece + size - 1, width), x.dtype)
@@ -217,6 +262,115 @@ def extremum_lines(x, out, cval, first, last, before, after, mode, largest, to):
         read_line(x, line, before, mode, cval, values)
         run, result = runs(values, spare, size, largest)
         combine(result[:n], result[size - run : size - run + n], out[line], largest, to)
+
+
+@inline
+def rows_extremum(x, b, rows, count, dest, largest):
+    """``dest[c]`` = the extremum of ``x[b, j, c]`` over the rows ``j`` in ``rows[:count]``
+    (at least one): four rows in the first sweep, three more per sweep after."""
+    last = count - 1
+    r0, r1 = x[b, rows[0]], x[b, rows[min(1, last)]]
+    r2, r3 = x[b, rows[min(2, last)]], x[b, rows[min(3, last)]]
+    for c in range(dest.size):
+        pair = better(r2[c], r3[c], largest)
+        dest[c] = better(better(r0[c], r1[c], largest), pair, largest)
+    for q in range(4, count, 3):
+        r1, r2, r3 = x[b, rows[q]], x[b, rows[min(q + 1, last)]], x[b, rows[min(q + 2, last)]]
+        for c in range(dest.size):
+            pair = better(r2[c], r3[c], largest)
+            dest[c] = better(better(dest[c], r1[c], largest), pair, largest)
+
+
+@inline
+def padded_ends(x, b, rows, lo, hi, cols, before, cval, row, largest):
+    """The padded columns of ``row`` outside the frame (``[0, before)`` and from
+    ``before + n``): the extremum of rows ``rows[lo:hi]`` (-1: ``cval``) there, folded
+    by ``cols``."""
+    n = x.shape[2]
+    for c in range(row.size - n):
+        c += 0 if c < before else n
+        best = cval
+        for q in range(lo, hi):
+            j0, j = rows[q], cols[c]
+            v = cval if j0 < 0 or j < 0 else x[b, j0, j]
+            best = v if q == lo else better(best, v, largest)
+        row[c] = best
+
+
+@inline
+def along_row(values, spare, n, kn, largest, out, b, i, to):
+    """``out[b, i, j]`` = the extremum of ``values[j : j + kn]``: :func:`runs` doubles up to
+    runs of ``p``, the least power of two with ``4 * p >= kn``, then the window is four
+    (overlapping, or repeated) runs, read in one sweep straight into the output."""
+    target = 1
+    while 4 * target < kn:
+        target *= 2
+    run, result = runs(values, spare, target, largest)
+    o1, o2, o3 = min(run, kn - run), min(2 * run, kn - run), min(3 * run, kn - run)
+    s0, s1, s2, s3 = result[:n], result[o1 : o1 + n], result[o2 : o2 + n], result[o3 : o3 + n]
+    row = out[b, i]
+    for c in range(n):
+        pair = better(s2[c], s3[c], largest)
+        row[c] = store_as(better(better(s0[c], s1[c], largest), pair, largest), to)
+
+
+@jit
+def extremum_box(x, out, cval, first, last, reach, kn, mode, largest, to):
+    """``out[b, i, j]`` = the minimum (or maximum, ``largest``) of the 2-D box around it,
+    in one pass over memory, two output rows at a time: the extremum of the ``k0 - 1``
+    rows their boxes share (:func:`rows_extremum`, vectorised, up to four rows per
+    sweep), then of that with each one's own first or last row, into a row buffer
+    (padded along the row by the mode) that stays in L1; then along it by
+    :func:`along_row`. Each sweep indexes whole arrays: a view per row and sweep
+    (Numba's reference counts) cost more than the sweeps themselves. Under ``constant``,
+    rows outside the frame are left out of the sweeps and ``cval`` is taken in after.
+
+    ``x`` and ``out`` are ``(batch, a0, n)``, rows and ``reach`` as :func:`box_mean`'s.
+    """
+    a0, n = x.shape[1], x.shape[2]
+    b0, k0, bn = reach[0], reach[1], reach[4]
+    width = n + kn - 1
+    cols = np.empty(width, np.intp)
+    for c in range(width):
+        cols[c] = fold(c - bn, n, mode)
+    rows = np.empty(k0 + 1, np.intp)
+    inside = np.empty(k0, np.intp)
+    common = np.empty(n, x.dtype)
+    values = np.empty(width, x.dtype)
+    spare = np.empty(width, x.dtype)
+    t = first
+    while t < last:
+        b, i = t // a0, t % a0
+        pair = 2 if i + 1 < a0 and t + 1 < last else 1
+        for q in range(k0 + pair - 1):
+            rows[q] = fold(i - b0 + q, a0, mode)
+        shared = 0  # the rows of the frame among the shared ones
+        for q in range(1, k0):
+            if rows[q] >= 0:
+                inside[shared] = rows[q]
+                shared += 1
+        if shared > 0:
+            rows_extremum(x, b, inside, shared, common, largest)
+        for p in range(pair):
+            own = rows[p * k0]
+            middle = values[bn : bn + n]
+            if own >= 0:
+                source = x[b, own]
+                if shared > 0:
+                    for c in range(n):
+                        middle[c] = better(common[c], source[c], largest)
+                else:
+                    copy(source, middle)
+            elif shared > 0:
+                copy(common, middle)
+            if shared == 0 and own < 0:
+                middle[:] = cval
+            elif shared < k0 - 1 or own < 0:
+                for c in range(n):
+                    middle[c] = better(middle[c], cval, largest)
+            padded_ends(x, b, rows, p, p + k0, cols, bn, cval, values, largest)
+            along_row(values, spare, n, kn, largest, out, b, i + p, to)
+        t += pair
 
 
 @inline

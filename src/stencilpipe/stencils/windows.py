@@ -29,6 +29,7 @@ from .modules import load_module
 from .threads import run_rows
 
 __all__ = [
+    "BoxExtremum",
     "BoxMean",
     "CachedPass",
     "ExtremumPass",
@@ -197,6 +198,48 @@ class ExtremumPass(_LinePass):
         loops = window_loops()
         options = (self.before, self.after, MODE_CODES[mode], self.largest)
         return self._rows(loops.extremum, loops.extremum_lines, options, (), out_dtype)
+
+
+@dataclass(frozen=True)
+class BoxExtremum(CachedPass):
+    """Minimum or maximum over a 2-D box in one pass over memory
+    (:func:`.window_kernels.extremum_box`): per output row, the box's rows compared into a
+    row buffer in L1, then along it by doubling. For small and medium boxes, where two
+    :class:`ExtremumPass` passes (van Herk/Gil-Werman) write and read an intermediate
+    frame.
+
+    Attributes
+    ----------
+    reach : tuple of (int, int)
+        The reach before and after each element, per core axis (2 axes).
+    largest : bool
+        Maximum (True) or minimum.
+    """
+
+    reach: tuple[tuple[int, int], ...]
+    largest: bool
+
+    dtype = None  # the input's
+
+    @property
+    def name(self) -> str:
+        return f"box_{'maximum' if self.largest else 'minimum'}"
+
+    @property
+    def halo(self) -> tuple[tuple[int, int], ...]:
+        return self.reach
+
+    def _build(self, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str) -> _Rows:
+        loops = window_loops()
+        (b0, a0), (bn, an) = self.reach
+        reach = (b0, b0 + 1 + a0, 0, 1, bn)
+        kn = bn + 1 + an
+        code = MODE_CODES[mode]
+
+        def call(x, out, cval, start, stop, to):
+            loops.extremum_box(x, out, cval, start, stop, reach, kn, code, self.largest, to)
+
+        return _Rows(call, out_dtype.type)
 
 
 #: Output dtypes :class:`MeanPass` stores as scipy's C code does.
