@@ -9,7 +9,7 @@ per-point selection network it replaces (minutes: off by default).
 
 ``--large`` times issue 17's large windows instead: ``stencilpipe.ndfilters``'
 31x31 uniform (and the library's rounded 31x31 mean), gaussian sigma 8, 15x15
-minimum/maximum and 15x15 median against
+minimum/maximum (ndfilters' and the library's) and 15x15 median against
 OpenCV's blur, GaussianBlur, erode/dilate and medianBlur (8-bit only above 5x5:
 there the 16-bit and float32 medians are set against OpenCV's uint8 median of the
 same frame), each pair interleaved
@@ -79,8 +79,9 @@ def _large_pairs(name: str, x: np.ndarray) -> dict:
             "cv2.blur",
         )
     for size in (5, 31):
+        mean = sp.library.mean(size)
         pairs[f"library mean {size}x{size}"] = (
-            lambda mean=sp.library.mean(size): mean(x),
+            lambda mean=mean: mean(x),
             lambda size=size: cv2.blur(x, (size, size), borderType=reflect),
             "cv2.blur",
         )
@@ -103,6 +104,13 @@ def _large_pairs(name: str, x: np.ndarray) -> dict:
             lambda box=box: cv2.dilate(x, box, borderType=reflect),
             "cv2.dilate",
         )
+        for which, anchor in (("minimum", cv2.erode), ("maximum", cv2.dilate)):
+            extremum = getattr(sp.library, which)(size)
+            pairs[f"library {which[:3]} {size}x{size}"] = (
+                lambda extremum=extremum: extremum(x),
+                lambda box=box, anchor=anchor: anchor(x, box, borderType=reflect),
+                f"cv2.{anchor.__name__}",
+            )
     narrow = x if name == "uint8" else (x * (255.0 / x.max())).astype(np.uint8)
     for size in (5, 15):
         # OpenCV's medianBlur takes 16-bit and float frames up to 5x5 only: above, the row
