@@ -269,6 +269,16 @@ def extremum_lines(x, out, cval, first, last, before, after, mode, largest, to):
 
 
 @inline
+def padded_columns(n, kn, before, mode):
+    """The columns ``[-before, n + kn - 1 - before)`` of a row of ``n``, folded by ``mode``
+    (-1 for ``cval``): where a box of ``kn`` reaching ``before`` back reads."""
+    cols = np.empty(n + kn - 1, np.intp)
+    for c in range(cols.size):
+        cols[c] = fold(c - before, n, mode)
+    return cols
+
+
+@inline
 def rows_extremum(x, b, rows, count, dest, largest):
     """``dest[c]`` = the extremum of ``x[b, j, c]`` over the rows ``j`` in ``rows[:count]``
     (at least one): four rows in the first sweep, three more per sweep after."""
@@ -334,9 +344,7 @@ def extremum_box(x, out, cval, first, last, reach, kn, mode, largest, to):
     a0, n = x.shape[1], x.shape[2]
     b0, k0, bn = reach[0], reach[1], reach[4]
     width = n + kn - 1
-    cols = np.empty(width, np.intp)
-    for c in range(width):
-        cols[c] = fold(c - bn, n, mode)
+    cols = padded_columns(n, kn, bn, mode)
     rows = np.empty(k0 + 1, np.intp)
     inside = np.empty(k0, np.intp)
     common = np.empty(n, x.dtype)
@@ -658,9 +666,7 @@ def box_mean(x, out, cval, first, last, reach, kn, mode, to, sums, scale):
     a0, n = x.shape[1], x.shape[3]
     b0, k0, bn = reach[0], reach[1], reach[4]
     width = n + kn - 1
-    cols = np.empty(width, np.intp)
-    for c in range(width):
-        cols[c] = fold(c - bn, n, mode)
+    cols = padded_columns(n, kn, bn, mode)
     entering = np.empty(width, sums.dtype)
     leaving = np.empty(width, sums.dtype)
     along = np.empty(n, scale.dtype)

@@ -208,8 +208,26 @@ class ExtremumPass(_LinePass):
 BOX_ROWS_UP_TO = 15
 
 
+class _BoxPass(CachedPass):
+    """A pass over a 2-D box reaching ``reach`` (the subclasses' attribute) before and
+    after each element, per core axis."""
+
+    reach: tuple[tuple[int, int], ...]
+
+    dtype = None  # the input's
+
+    @property
+    def halo(self) -> tuple[tuple[int, int], ...]:
+        return self.reach
+
+    def _box(self) -> tuple[tuple[int, int, int, int, int], int]:
+        """The loops' ``reach`` (see :func:`.window_kernels.box_mean`) and the box's width."""
+        (b0, a0), (bn, an) = self.reach
+        return (b0, b0 + 1 + a0, 0, 1, bn), bn + 1 + an
+
+
 @dataclass(frozen=True)
-class BoxExtremum(CachedPass):
+class BoxExtremum(_BoxPass):
     """Minimum or maximum over a 2-D box in one pass over memory
     (:func:`.window_kernels.extremum_box`): per output row, the box's rows compared into a
     row buffer in L1, then along it by doubling. For small and medium boxes, where two
@@ -227,21 +245,13 @@ class BoxExtremum(CachedPass):
     reach: tuple[tuple[int, int], ...]
     largest: bool
 
-    dtype = None  # the input's
-
     @property
     def name(self) -> str:
         return f"box_{'maximum' if self.largest else 'minimum'}"
 
-    @property
-    def halo(self) -> tuple[tuple[int, int], ...]:
-        return self.reach
-
     def _build(self, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str) -> _Rows:
         loops = window_loops()
-        (b0, a0), (bn, an) = self.reach
-        reach = (b0, b0 + 1 + a0, 0, 1, bn)
-        kn = bn + 1 + an
+        reach, kn = self._box()
         code = MODE_CODES[mode]
 
         def call(x, out, cval, start, stop, to):
@@ -394,7 +404,7 @@ class RankWindow(CachedPass):
 
 
 @dataclass(frozen=True)
-class BoxMean(CachedPass):
+class BoxMean(_BoxPass):
     """The mean over a 2-D box of integers, rounded to nearest (half to even) and
     saturated as the library's mean stores it, in time that does not grow with the box
     (:func:`.window_kernels.box_mean`: running sums down the columns and along the rows).
@@ -417,18 +427,11 @@ class BoxMean(CachedPass):
     bound: int
 
     name = "box_mean"
-    dtype = None  # the input's
-
-    @property
-    def halo(self) -> tuple[tuple[int, int], ...]:
-        return self.reach
 
     def _build(self, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str) -> _Rows:
         loops = window_loops()
-        (b0, a0), (bn, an) = self.reach
-        kn = bn + 1 + an
-        reach = (b0, b0 + 1 + a0, 0, 1, bn)
-        count = (b0 + 1 + a0) * kn
+        reach, kn = self._box()
+        count = reach[1] * kn
         scale = np.array([count], np.float32 if self.bound < 1 << 23 else np.float64)
         code = MODE_CODES[mode]
 
