@@ -79,3 +79,24 @@ def test_threshold_local_matches_dask_image(method):
     assert_same(result, expected)
     lazy = ndf.threshold_local(da.from_array(x, chunks=(3, 4)), 5, method, 3, "nearest", param)
     assert_same(lazy.compute(), expected)
+
+
+def test_one_kernel_per_output_dtype_serves_every_mode():
+    """A kernel calling the user's function takes seconds to compile: the input is read as
+    float64, padded with the mode, so one kernel per output dtype serves every mode (and
+    every chunking); the values stay scipy's, ``cval`` a double outside the array."""
+    from stencilpipe.ndfilters import _generic
+
+    def spread(values):
+        return values.max() - values.min() + 0.25
+
+    _generic._cached_kernel.cache_clear()
+    for dtype in ["uint8", "int16", "float32"]:
+        x = sample(dtype)
+        lazy = da.from_array(x, chunks=(5, 7))
+        for mode in MODES:
+            want = ndi.generic_filter(x, spread, size=(3, 4), mode=mode, cval=-1.5)
+            assert_same(ndf.generic_filter(x, spread, size=(3, 4), mode=mode, cval=-1.5), want)
+            got = ndf.generic_filter(lazy, spread, size=(3, 4), mode=mode, cval=-1.5)
+            assert_same(got.compute(), want)
+    assert _generic._cached_kernel.cache_info().currsize == 3

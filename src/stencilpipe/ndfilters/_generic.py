@@ -3,8 +3,11 @@
 scipy's generic_filter calls a Python function per element with the footprint's
 values as a 1-D float64 array (or, through a LowLevelCallable, compiled code).
 Here the function is compiled with Numba and called from the kernel: the
-kernel fills a buffer with the values in the footprint's C order (``cval`` as a
-double outside the array) and stores the returned double as scipy does.
+kernel fills a buffer with the values in the footprint's C order and stores the
+returned double as scipy does. It reads the input as float64, padded by the
+footprint's reach with the mode (``cval`` as a double), so that one kernel per
+function and footprint serves every mode and input dtype: each compile of a
+kernel calling a user's function takes seconds, and none is cached on disk.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import numpy as np
 from ..errors import KernelError
 from ..library import _from_source
 from ..stencils import Stencil
+from ..stencils.boundary import NUMPY_PAD_MODES
 from ..stencils.dask_apply import is_dask_array
 from ._apply import (
     Pass,
@@ -28,7 +32,7 @@ from ._apply import (
     finish,
     run_passes,
 )
-from ._casting import store_lines
+from ._casting import Dtypes, store_lines
 from ._correlate import uniform_filter
 from ._derivatives import gaussian_filter
 from ._order import box_or_footprint, expand, median_filter, offsets_of, warn_size_ignored
@@ -118,7 +122,7 @@ def generic_filter(
     footprint, origins = expand(array, box_or_footprint(size, footprint, len(axes)), origin, axes)
     if not isinstance(mode, str):
         raise RuntimeError("A sequence of modes is not supported by generic_filter")
-    filter_mode(mode)
+    mode = filter_mode(mode)
     keywords = dict(extra_keywords or {})
     dtypes = dtypes_of(array, output, "generic_filter")
     arguments = (offsets_of(footprint, origins), tuple(extra_arguments))
@@ -127,12 +131,15 @@ def generic_filter(
         stencil = _cached_kernel(function, *arguments)
     except TypeError:  # unhashable extra arguments: compiled for this call only
         stencil = _kernel(function, *arguments)
-    step = Pass(lambda _dtype: stencil, mode)
+    # The outside is in the padding: the kernel's own mode never reads it.
+    step = Pass(lambda _dtype: stencil, "nearest")
+    doubles = Dtypes(np.dtype(np.float64), dtypes.store, dtypes.output)
     name = getattr(function, "__name__", repr(function))
     try:
         if is_dask_array(array):  # compile now, not in a worker at compute time
-            run_passes(np.zeros((1,) * array.ndim, array.dtype), [step], dtypes, cval)
-        return finish(run_passes(array, [step], dtypes, cval), dtypes, output)
+            run_passes(np.zeros((1,) * array.ndim), [step], doubles, 0)
+        padded = _padded(array.astype(np.float64), stencil.halo, mode, cval)
+        result = run_passes(padded, [step], doubles, 0)
     except KernelError as exc:
         reason = str(exc).split(": ", 1)[-1].split(". Kernels may", 1)[0]
         raise KernelError(
@@ -140,6 +147,24 @@ def generic_filter(
             f"array of the footprint's values ({reason}); write it with NumPy/math "
             "operations Numba supports, or call scipy.ndimage.generic_filter"
         ) from None
+    inside = tuple(slice(before, before + n) for (before, _), n in zip(stencil.halo, array.shape))
+    return finish(result[inside], dtypes, output)
+
+
+def _padded(values, halo, mode: str, cval):
+    """``values`` (NumPy, Dask or CuPy) padded by ``halo`` under the compiler's ``mode``."""
+    if is_dask_array(values):
+        import dask.array as da
+
+        pad = da.pad
+    elif hasattr(values, "__cuda_array_interface__"):
+        import cupy
+
+        pad = cupy.pad
+    else:
+        pad = np.pad
+    extra = {"constant_values": float(cval)} if mode == "constant" else {}
+    return pad(values, [tuple(widths) for widths in halo], mode=NUMPY_PAD_MODES[mode], **extra)
 
 
 def threshold_local(

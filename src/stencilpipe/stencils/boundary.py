@@ -20,7 +20,7 @@ from typing import Literal, get_args
 
 from ..errors import BoundaryError
 
-__all__ = ["MODES", "Mode", "validate_mode", "FOLDS"]
+__all__ = ["MODES", "Mode", "validate_mode", "FOLDS", "NUMPY_PAD_MODES"]
 
 #: A boundary mode's name, for type checkers.
 Mode = Literal["reflect", "constant", "nearest", "mirror", "wrap"]
@@ -76,4 +76,13 @@ FOLDS = {
     "mirror": fold_mirror,
     "nearest": fold_nearest,
     "wrap": fold_wrap,
+}
+
+#: ``numpy.pad``'s name of each mode (the table above).
+NUMPY_PAD_MODES = {
+    "reflect": "symmetric",
+    "mirror": "reflect",
+    "nearest": "edge",
+    "wrap": "wrap",
+    "constant": "constant",
 }

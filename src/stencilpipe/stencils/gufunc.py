@@ -139,7 +139,9 @@ def apply_numpy(
     # have no rows to cut), or a window filter (:mod:`.windows`).
     if kernels != (stencil,) and (len(kernels) == 1 or target.ndim > 2):
         passes = stencil.strip_passes(in_dtypes[0], out.dtype, mode, cval)
-        run_passes(passes, np.ascontiguousarray(flat_inputs[0]), target, whole_frames=mode == "wrap")
+        run_passes(
+            passes, np.ascontiguousarray(flat_inputs[0]), target, whole_frames=mode == "wrap"
+        )
     else:
         apply = stencil.compiled(tuple(in_dtypes), out.dtype, mode)
         apply(
