@@ -31,7 +31,7 @@ import numpy as np
 from .stencils import Stencil
 from .stencils.gauss_int import INPUTS as FLOAT32_GAUSSIAN_INPUTS
 from .stencils.gauss_int import GaussianPass
-from .stencils.windows import BoxMean, ExtremumPass, RankWindow
+from .stencils.windows import BOX_ROWS_UP_TO, BoxExtremum, BoxMean, ExtremumPass, RankWindow
 
 __all__ = ["mean", "gaussian", "sobel", "laplace", "minimum", "maximum", "median", "FILTERS"]
 
@@ -478,13 +478,17 @@ def _extremum(which: str, size: int | Sequence[int], ndim: int, options: dict) -
     )
     made = _from_source(name, source, {}, **options)
     if math.prod(last - first + 1 for first, last in window) > WINDOW_PASSES_ABOVE["extremum"]:
-        made.passes = {
-            "cpu": tuple(
-                ExtremumPass(d, before, after, which == "max", ndim)
-                for d, (before, after) in enumerate(_halos(window))
-                if before or after
-            )
-        }
+        halos = _halos(window)
+        if ndim == 2 and sum(halos[0]) + 1 <= BOX_ROWS_UP_TO:
+            made.passes = {"cpu": (BoxExtremum(halos, which == "max"),)}
+        else:
+            made.passes = {
+                "cpu": tuple(
+                    ExtremumPass(d, before, after, which == "max", ndim)
+                    for d, (before, after) in enumerate(halos)
+                    if before or after
+                )
+            }
     return made
 
 
