@@ -15,9 +15,9 @@ import math
 
 import numpy as np
 
-from ..library import _big_median, _from_source, _selection_network
+from ..library import WINDOW_PASSES_ABOVE, _big_median, _from_source, _selection_network
 from ..stencils import Stencil
-from ..stencils.windows import MEAN_STORES, ExtremumPass, MeanPass, RankWindow
+from ..stencils.windows import MEAN_STORES, BoxExtremum, ExtremumPass, MeanPass, RankWindow
 from ._casting import store_lines
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "correlate1d_kernel",
     "uniform1d_kernel",
     "binary_kernel",
+    "box_extremum_kernel",
     "rank_kernel",
     "window_extremum_kernel",
     "window_rank_kernel",
@@ -206,6 +207,26 @@ def window_extremum_kernel(
     made = rank_kernel.__wrapped__(line, len(offsets) - 1 if largest else 0, store, False)
     before, after = -offsets[0][0], offsets[-1][0]
     made.passes = {"cpu": (ExtremumPass(0, before, after, largest, 2 if across else 1),)}
+    return made
+
+
+@functools.lru_cache(maxsize=128)
+def box_extremum_kernel(
+    rows: tuple[int, int], columns: tuple[int, int], largest: bool, store: np.dtype
+) -> Stencil:
+    """The minimum (or maximum) over the 2-D box of offsets ``rows[0]..rows[1]`` by
+    ``columns[0]..columns[1]`` (each range holding 0), for an input of dtype ``store``, as
+    the library's: :func:`rank_kernel`'s chain per point up to
+    ``WINDOW_PASSES_ABOVE['extremum']`` elements (3x3), above which the CPU runs
+    :class:`stencilpipe.stencils.windows.BoxExtremum` (one read and write of the frame,
+    compiled once per dtype whatever the box and mode) and the GPU the chain."""
+    offsets = tuple(
+        (i, j) for i in range(rows[0], rows[1] + 1) for j in range(columns[0], columns[1] + 1)
+    )
+    made = rank_kernel.__wrapped__(offsets, len(offsets) - 1 if largest else 0, store, False)
+    if len(offsets) > WINDOW_PASSES_ABOVE["extremum"]:
+        reach = ((-rows[0], rows[1]), (-columns[0], columns[1]))
+        made.passes = {"cpu": (BoxExtremum(reach, largest),)}
     return made
 
 

@@ -15,9 +15,12 @@ from typing import Any
 
 import numpy as np
 
+from ..stencils.dask_apply import is_dask_array
+from ..stencils.windows import BOX_ROWS_UP_TO
 from ._apply import (
     Pass,
     ShapeError,
+    _fits,
     as_array,
     check_axes,
     check_real,
@@ -28,7 +31,13 @@ from ._apply import (
     run_passes,
 )
 from ._correlate import axis_index, window_origin
-from ._kernels import Offset, rank_kernel, window_extremum_kernel, window_rank_kernel
+from ._kernels import (
+    Offset,
+    box_extremum_kernel,
+    rank_kernel,
+    window_extremum_kernel,
+    window_rank_kernel,
+)
 
 __all__ = [
     "maximum_filter",
@@ -94,18 +103,49 @@ def _rank_pass(
     return Pass(build, mode, axis)
 
 
+def _box_pass(array, lines, dtypes, cval, minimum: bool) -> Pass | None:
+    """One :func:`._kernels.box_extremum_kernel` pass for the box of ``lines`` (``(axis,
+    offsets, mode)`` of each axis whose size exceeds 1), where it replaces their line passes:
+    a NumPy or Dask array, the box over its last two axes (others as a batch) in one mode,
+    of up to :data:`~stencilpipe.stencils.windows.BOX_ROWS_UP_TO` rows, the input read as
+    stored (``cval`` one of its values)."""
+    if sorted(axis for axis, _, _ in lines) != [array.ndim - 2, array.ndim - 1]:
+        return None
+    (_, rows, mode), (_, columns, other) = sorted(lines, key=lambda line: line[0])
+    if filter_mode(mode) != filter_mode(other) or len(rows) > BOX_ROWS_UP_TO:
+        return None
+    if not (isinstance(array, np.ndarray) or is_dask_array(array)):
+        return None  # the GPU runs the line passes (the box's kernel reads every point)
+    if dtypes.compute != dtypes.store:
+        return None
+    if filter_mode(mode) == "constant" and not _fits(cval, dtypes.compute):
+        return None
+    # window_origin keeps each side's window over its centre: both reaches are >= 0.
+    rows_range = (rows[0][0], rows[-1][0])
+    columns_range = (columns[0][0], columns[-1][0])
+    kernel = box_extremum_kernel(rows_range, columns_range, not minimum, dtypes.store)
+    return Pass(lambda dtype: kernel, mode)
+
+
 def _separable(array, sizes, origins, modes, axes, output, cval, minimum: bool, name: str):
-    """Box minimum or maximum: 1-D passes along each axis whose size exceeds 1."""
+    """Box minimum or maximum: one pass over a 2-D box (:func:`_box_pass`), else 1-D passes
+    along each axis whose size exceeds 1."""
     dtypes = dtypes_of(array, output, name)
-    passes = []
+    lines = []
     for axis, size, origin, mode in zip(axes, sizes, origins, modes):
         size = operator.index(size)
         origin = window_origin(size, origin)  # on every axis, as dask-image checks
         filter_mode(mode)
         if size > 1:
-            offsets = _line(size, origin)
-            rank = 0 if minimum else size - 1
-            passes.append(_rank_pass(offsets, rank, dtypes.store, mode, axis))
+            lines.append((axis, _line(size, origin), mode))
+    box = _box_pass(array, lines, dtypes, cval, minimum)
+    if box is not None:
+        passes = [box]
+    else:
+        passes = [
+            _rank_pass(offsets, 0 if minimum else len(offsets) - 1, dtypes.store, mode, axis)
+            for axis, offsets, mode in lines
+        ]
     return finish(run_passes(array, passes, dtypes, cval), dtypes, output)
 
 
@@ -160,7 +200,7 @@ def warn_size_ignored(size: Any, footprint: Any) -> None:
 
 def min_or_max(image, size, footprint, mode, cval, origin, output, axes, minimum, name):
     """scipy's ``_min_or_max_filter`` without a structure: a box (``size``, or an all-True
-    footprint) as 1-D passes, any other footprint as one kernel; ``name`` names the
+    footprint) as one 2-D pass or 1-D passes (:func:`_separable`), any other footprint as one kernel; ``name`` names the
     caller in errors."""
     warn_size_ignored(size, footprint)
     array = as_array(image)
