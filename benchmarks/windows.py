@@ -16,12 +16,19 @@ same frame), each pair interleaved
 round by round (:func:`side_by_side.interleaved`), and next to each its 5x5 (or
 sigma 2) row, to show how the time grows with the window.
 
-    python benchmarks/windows.py [--threads 2] [--compile] [--large]
+``--box`` times ``ndfilters.minimum_filter`` over 2-D boxes (one pass: per point up to
+3x3, else BoxExtremum) against the line pass per axis it ran before, the library's
+minimum and cv2.erode, on a 2048x2048 frame and a (16, 512, 512) stack, interleaved.
+``--running-mean`` times an integer ``uniform_filter1d`` along the last axis as a
+per-point sum against the running sum (``RUNNING_MEAN_ABOVE[False]``), interleaved.
+
+    python benchmarks/windows.py [--threads 2] [--compile] [--large] [--box] [--running-mean]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import subprocess
 import sys
@@ -144,11 +151,85 @@ def large_windows(frames: dict[str, np.ndarray]) -> None:
     print(f"\n({load()})")
 
 
+def _line_passes(x: np.ndarray, size: int) -> np.ndarray:
+    """``ndfilters.minimum_filter(x, size)`` over the last two axes as a line pass per axis
+    (what it ran before the one-pass box)."""
+    from stencilpipe.ndfilters._apply import dtypes_of, run_passes
+    from stencilpipe.ndfilters._order import _line, _rank_pass
+
+    dtypes = dtypes_of(x, None, "minimum_filter")
+    axes = (x.ndim - 2, x.ndim - 1)
+    passes = [_rank_pass(_line(size, 0), 0, dtypes.store, "reflect", axis) for axis in axes]
+    return run_passes(x, passes, dtypes, 0.0)
+
+
+def _erode_frames(x: np.ndarray, box: np.ndarray) -> None:
+    import cv2
+
+    for frame in x.reshape(-1, *x.shape[-2:]):
+        cv2.erode(frame, box, borderType=cv2.BORDER_REFLECT)
+
+
+def box_extrema(rng: np.random.Generator) -> None:
+    """ndfilters' 2-D box minimum in one pass against its line passes, the library, OpenCV."""
+    import stencilpipe as sp
+    import stencilpipe.ndfilters as ndf
+
+    print(f"\n# 2-D box minimum, ndfilters one pass vs line passes ({load()})\n")
+    print("| array | dtype | box | one pass ms | line passes ms | library ms | cv2.erode ms |")
+    print("|---|---|---|---|---|---|---|")
+    for shape in [(2048, 2048), (16, 512, 512)]:
+        for dtype in ("uint8", "uint16", "float32"):
+            x = rng.integers(0, 256, shape).astype(dtype)
+            for size in (3, 5, 9, 15):
+                calls = {
+                    "one": functools.partial(ndf.minimum_filter, x, size, axes=(-2, -1)),
+                    "lines": functools.partial(_line_passes, x, size),
+                    "library": functools.partial(sp.library.minimum(size), x),
+                    "cv2": functools.partial(_erode_frames, x, np.ones((size, size), np.uint8)),
+                }
+                times = dict(interleaved(calls, rounds=7))
+                one, lines, lib, cv = (times[k] * 1e3 for k in calls)
+                print(
+                    f"| {'x'.join(map(str, shape))} | {dtype} | {size}x{size} | {one:.2f} "
+                    f"| {lines:.2f} ({one / lines:.2f}) | {lib:.2f} | {cv:.2f} ({one / cv:.2f}) |"
+                )
+    print(f"\n({load()})")
+
+
+def running_means(rng: np.random.Generator) -> None:
+    """Integer means along the last axis: per-point sums against the running sum."""
+    from stencilpipe.ndfilters._kernels import uniform1d_kernel
+    from stencilpipe.stencils.windows import MeanPass
+
+    print(f"\n# integer uniform_filter1d along the last axis, 2048x2048 ({load()})\n")
+    print("| dtype | size | per-point ms | running ms | running / per-point |")
+    print("|---|---|---|---|---|")
+    for dtype in ("uint8", "uint16", "int32"):
+        x = rng.integers(0, 256, (2048, 2048)).astype(dtype)
+        for size in (9, 11, 13, 15):
+            per_point = uniform1d_kernel.__wrapped__(size, 0, np.dtype(dtype))
+            per_point.passes = None
+            running = uniform1d_kernel.__wrapped__(size, 0, np.dtype(dtype))
+            running.passes = {"cpu": (MeanPass(0, size // 2, size - 1 - size // 2, 1),)}
+            assert np.array_equal(per_point(x), running(x))
+            calls = {
+                "point": functools.partial(per_point, x),
+                "running": functools.partial(running, x),
+            }
+            times = dict(interleaved(calls, rounds=7))
+            point, run = times["point"] * 1e3, times["running"] * 1e3
+            print(f"| {dtype} | {size} | {point:.2f} | {run:.2f} | {run / point:.2f} |")
+    print(f"\n({load()})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--compile", action="store_true", help="time first calls (minutes)")
     parser.add_argument("--large", action="store_true", help="issue 17's large windows")
+    parser.add_argument("--box", action="store_true", help="2-D box minimum: one pass vs lines")
+    parser.add_argument("--running-mean", action="store_true", help="integer means: sum kinds")
     args = parser.parse_args()
 
     import cv2
@@ -167,6 +248,12 @@ def main() -> None:
     if args.large:
         float32 = rng.random((2048, 2048), dtype=np.float32)
         large_windows({"uint8": frame8, "uint16": frame16, "float32": float32})
+        return
+    if args.box:
+        box_extrema(rng)
+        return
+    if args.running_mean:
+        running_means(rng)
         return
 
     for size in (5, 15, 31):

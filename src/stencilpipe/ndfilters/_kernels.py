@@ -121,6 +121,14 @@ def correlate1d_kernel(
 #: 23 / 19 (15), 59 / 70 (31).
 RUNNING_MEAN_ABOVE = {True: 3, False: 15}
 
+#: Along the last axis, 8- and 16-bit integer outputs (of integer inputs: exact integer
+#: running sums, :func:`~stencilpipe.stencils.window_kernels.running_mean_integers`) run the
+#: running sum above these sizes instead. 2048x2048, 1 and 2 threads, load < 1, running /
+#: per-point time (``benchmarks/windows.py --running-mean``): uint8 size 9 0.83-1.10, 11
+#: 0.89-0.92, 13 0.80-0.81, 15 0.69-0.73; uint16 11 1.02-1.04, 13 0.88-0.91, 15 0.77;
+#: int32 keeps the per-point sum (15: 1.31).
+RUNNING_INTEGER_MEAN_ABOVE = {1: 10, 2: 12}
+
 
 @functools.lru_cache(maxsize=128)
 def uniform1d_kernel(size: int, origin: int, store: np.dtype, across: bool = False) -> Stencil:
@@ -128,9 +136,10 @@ def uniform1d_kernel(size: int, origin: int, store: np.dtype, across: bool = Fal
 
     The CPU runs scipy's running sum (:class:`~stencilpipe.stencils.windows.MeanPass`,
     compiled once per dtype whatever the size and mode) for sizes above
-    :data:`RUNNING_MEAN_ABOVE` into :data:`~stencilpipe.stencils.windows.MEAN_STORES`;
-    the GPU, and other sizes and outputs, a sum in order divided once, which is exact for
-    integers and equals scipy's at each line's start.
+    :data:`RUNNING_MEAN_ABOVE` (:data:`RUNNING_INTEGER_MEAN_ABOVE`) into
+    :data:`~stencilpipe.stencils.windows.MEAN_STORES`; the GPU, and other sizes and outputs,
+    a sum in order divided once, which is exact for integers and equals scipy's at each
+    line's start.
     """
     before = size // 2
     reads = [_line_read(k - before - origin, across) for k in range(size)]
@@ -138,7 +147,10 @@ def uniform1d_kernel(size: int, origin: int, store: np.dtype, across: bool = Fal
     body += [f"    t += {read}" for read in reads[1:]]
     body.append(f"    t = t / {float(size)!r}")
     made = _kernel("uniform1d", body, store)
-    if size > RUNNING_MEAN_ABOVE[across] and store in MEAN_STORES:
+    above = RUNNING_MEAN_ABOVE[across]
+    if not across and store.kind in "iu":
+        above = RUNNING_INTEGER_MEAN_ABOVE.get(store.itemsize, above)
+    if size > above and store in MEAN_STORES:
         reach = (before + origin, size - 1 - before - origin)
         made.passes = {"cpu": (MeanPass(0, *reach, 2 if across else 1),)}
     return made

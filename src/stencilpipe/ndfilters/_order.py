@@ -200,8 +200,8 @@ def warn_size_ignored(size: Any, footprint: Any) -> None:
 
 def min_or_max(image, size, footprint, mode, cval, origin, output, axes, minimum, name):
     """scipy's ``_min_or_max_filter`` without a structure: a box (``size``, or an all-True
-    footprint) as one 2-D pass or 1-D passes (:func:`_separable`), any other footprint as one kernel; ``name`` names the
-    caller in errors."""
+    footprint) as one 2-D pass or 1-D passes (:func:`_separable`), any other footprint as
+    one kernel; ``name`` names the caller in errors."""
     warn_size_ignored(size, footprint)
     array = as_array(image)
     check_real(array, name)
