@@ -59,7 +59,8 @@ def ptx(stencil, dtype, mode: str) -> list[str]:
     arrays = [numba.types.Array(numba.from_dtype(d), stencil.ndim + 1, "A") for d in in_dtypes]
     out = numba.types.Array(numba.from_dtype(out_dtype), stencil.ndim + 1, "A")
     cvals = [numba.typeof(value) for value in fill_values(0, list(in_dtypes), stencil.name)]
-    code, _ = cuda.compile_ptx(kernel.apply.py_func, (*arrays, out, *cvals), cc=HOPPER)
+    args = (*arrays, out, *cvals, numba.typeof(kernel.mode))
+    code, _ = cuda.compile_ptx(kernel.apply.py_func, args, cc=HOPPER)
     return [code]
 
 

@@ -17,7 +17,7 @@ import types
 import numpy as np
 
 from ..errors import KernelError
-from ..stencils.boundary import FOLDS
+from ..stencils.boundary import MODE_CODES, fold
 from ..stencils.dask_apply import is_dask_array
 from ._apply import as_array, check_real, dtypes_of, filter_mode, finish
 from ._correlate import axis_index, window_origin
@@ -53,8 +53,8 @@ def _extended(lines: np.ndarray, before: int, after: int, mode: str, cval: float
         extended = np.full((lines.shape[0], before + n + after), float(cval))
         extended[:, before : before + n] = lines
         return extended
-    fold = FOLDS[mode]
-    return np.ascontiguousarray(lines[:, [fold(j, n) for j in range(-before, n + after)]])
+    code = MODE_CODES[mode]
+    return np.ascontiguousarray(lines[:, [fold(j, n, code) for j in range(-before, n + after)]])
 
 
 def generic_filter1d(

@@ -36,37 +36,33 @@ _SP_CACHE = {cache}
 device = _sp_numba.njit(cache=_SP_CACHE)
 # LLVM's inliner gives up on big kernels (a 5x5 gaussian: 60 ms instead of 21 ms).
 inlined = _sp_numba.njit(cache=_SP_CACHE, inline="always")
+_SP_CONSTANT = _sp_boundary.CONSTANT
 """
 
 
-def _rows_function(array: str, in_dtype: np.dtype, mode: str) -> str:
-    """``_sp_rows_<array>(frame, first, count, cval)``: the ``count`` planes of ``frame`` from
-    ``first`` along its first axis, folded by ``mode`` (``cval`` planes under constant)."""
-    if mode == "constant":
-        outside = [
-            "        if j < 0 or j >= n:",
-            f"            rows[q] = _sp_np.{in_dtype.name}(cval)",
-            "            continue",
-        ]
-    else:
-        outside = ["        j = _sp_fold(j, n)"]
+def _rows_function(array: str, in_dtype: np.dtype) -> str:
+    """``_sp_rows_<array>(frame, first, count, cval, mode)``: the ``count`` planes of
+    ``frame`` from ``first`` along its first axis, folded by ``mode`` (``cval`` planes
+    under constant)."""
     return "\n".join(
         [
             "@device",
-            f"def _sp_rows_{array}(frame, first, count, cval):",
+            f"def _sp_rows_{array}(frame, first, count, cval, mode):",
             "    rows = _sp_np.empty((count,) + frame.shape[1:], frame.dtype)",
             "    n = frame.shape[0]",
             "    for q in range(count):",
-            "        j = first + q",
-            *outside,
-            "        rows[q] = frame[j]",
+            "        j = _sp_fold(first + q, n, mode)",
+            "        if j < 0:",
+            f"            rows[q] = _sp_np.{in_dtype.name}(cval)",
+            "        else:",
+            "            rows[q] = frame[j]",
             "    return rows",
         ]
     )
 
 
 def _last_axis_runs(
-    pad: str, info: KernelInfo, inside: str, border: str, interior: str, mode: str
+    pad: str, info: KernelInfo, inside: str, border: str, interior: str
 ) -> list[str]:
     """The border / interior / border runs of one row along the last axis.
 
@@ -86,7 +82,7 @@ def _last_axis_runs(
     middle = run(str(before), f"_sp_hi{last}", interior)
     runs = run(*ends[0], border) + middle + run(*ends[1], border)
     if _patched(info):
-        patched = _patch_run(info, target, "l", mode) + middle + _patch_run(info, target, "r", mode)
+        patched = _patch_run(info, target, "l") + middle + _patch_run(info, target, "r")
         runs = [
             "    if _sp_patch:",
             *["    " + line for line in patched],
@@ -104,7 +100,7 @@ def _last_axis_runs(
     ]
 
 
-def _patch_run(info: KernelInfo, target: str, side: str, mode: str) -> list[str]:
+def _patch_run(info: KernelInfo, target: str, side: str) -> list[str]:
     """The border points at one end (``side``: 'l' or 'r') of an inside row, on patches.
 
     Through ``_sp_border`` a border point costs as much as hundreds of interior points
@@ -125,10 +121,8 @@ def _patch_run(info: KernelInfo, target: str, side: str, mode: str) -> list[str]
     lines = []
     for k in range(_patch_width(info, side)):
         column = f"_sp_f{side}{k}"
-        indent = "    "
-        if mode == "constant":  # the patches hold cval where no column is read
-            lines.append(f"    if {column} >= 0:")
-            indent += "    "
+        indent = "        "
+        lines.append(f"    if {column} >= 0:")  # else the patch keeps cval (constant)
         for cell in itertools.product(*(range(sum(h) + 1) for h in info.halo[:last])):
             rows = [
                 f"{'_sp_c0' if d == 0 else f'_sp_i{d}'} + {q - info.halo[d][0]}"
@@ -169,51 +163,45 @@ def _patch_width(info: KernelInfo, side: str) -> int:
     return 2 * before + after if side == "l" else before + 2 * after
 
 
-def _patch_setup(info: KernelInfo, in_dtypes: tuple[np.dtype, ...], mode: str) -> list[str]:
+def _patch_setup(info: KernelInfo, in_dtypes: tuple[np.dtype, ...]) -> list[str]:
     """Per call: ``_sp_patch``, the folded last-axis indices and the patches of
     :func:`_patch_run` (allocated once per call, refilled per row)."""
     last = info.ndim - 1
     before, after = info.halo[last]
     n = f"_sp_n{last}"
     arrays = list(info.array_params)
-    if mode == "constant":
-        cvals = [f"_sp_cval_{a}" for a in arrays]
-        fits = " and ".join(f"_sp_np.{d.name}({c}) == {c}" for d, c in zip(in_dtypes, cvals))
-        lines = [f"    _sp_patch = {fits}"]
-        lines += [
-            f"    _sp_cp_{a} = _sp_np.{d.name}({c} if _sp_patch else 0)"
-            for a, d, c in zip(arrays, in_dtypes, cvals)
-        ]
-    else:
-        lines = ["    _sp_patch = True"]
+    lines = ["    _sp_patch = _sp_mode != _SP_CONSTANT or _sp_fits"]
+    lines += [
+        f"    _sp_cp_{a} = _sp_np.{d.name}(_sp_cval_{a} if _sp_fits else 0)"
+        for a, d in zip(arrays, in_dtypes)
+    ]
     counts = [sum(h) + 1 for h in info.halo[:last]]
     for side, origin in (("l", f"{-before}"), ("r", f"_sp_hi{last} - {before}")):
         if (before, after)[side == "r"] == 0:
             continue
         width = _patch_width(info, side)
-        for k in range(width):
-            j = f"{origin} + {k}"
-            fold = f"{j} if 0 <= {j} < {n} else -1" if mode == "constant" else f"_sp_fold({j}, {n})"
-            lines.append(f"    _sp_f{side}{k} = {fold}")
-        shape = ", ".join(str(c) for c in [*counts, width]) + ("," if not counts else "")
         lines += [
-            f"    _sp_p{side}_{a} = _sp_np.empty(({shape}), _sp_np.{d.name})"
-            for a, d in zip(arrays, in_dtypes)
+            f"    _sp_f{side}{k} = _sp_fold({origin} + {k}, {n}, _sp_mode)" for k in range(width)
         ]
-        if mode == "constant":
-            lines += [f"    _sp_p{side}_{a}.fill(_sp_cp_{a})" for a in arrays]
+        shape = ", ".join(str(c) for c in [*counts, width]) + ("," if not counts else "")
+        for a, d in zip(arrays, in_dtypes):
+            lines += [
+                f"    _sp_p{side}_{a} = _sp_np.empty(({shape}), _sp_np.{d.name})",
+                f"    _sp_p{side}_{a}.fill(_sp_cp_{a})",
+            ]
     return lines
 
 
-def _loop_nest(info: KernelInfo, in_dtypes: tuple[np.dtype, ...], mode: str) -> str:
+def _loop_nest(info: KernelInfo, in_dtypes: tuple[np.dtype, ...]) -> str:
     """``apply``: the loops over the rows ``[start, stop)`` and along each row.
 
     A row whose neighbourhood leaves the array along the first core axis reads the
     planes it needs, folded (or ``cval``), copied into a small array: its points
     then take the fast paths of an inside row (a 3-D kernel on a frame of 6 planes,
     as a Dask chunk with its halo is, had a third of its points on the folding path).
-    Under constant with a ``cval`` the input's dtype cannot hold, such a row folds
-    every read instead.
+    Under constant with a ``cval`` the input's dtype cannot hold (not ``_sp_fits``),
+    such a row folds every read instead. ``_sp_mode`` is the mode's code
+    (:data:`.boundary.MODE_CODES`).
     """
     arrays = list(info.array_params)
     scalars = list(info.scalar_params)
@@ -225,14 +213,17 @@ def _loop_nest(info: KernelInfo, in_dtypes: tuple[np.dtype, ...], mode: str) -> 
     def calls(first: str) -> tuple[str, str]:
         points = [first, *centre[1:]]
         return (
-            f"_sp_border({', '.join(frames + scalars + cvals + points)})",
+            f"_sp_border({', '.join([*frames, *scalars, *cvals, '_sp_mode', *points])})",
             f"_sp_interior({', '.join(frames + scalars + points)})",
         )
 
+    params = [*arrays, "out", *scalars, *cvals, "_sp_mode", "_sp_start", "_sp_stop"]
     lines = [
         "@_sp_numba.njit(nogil=True, cache=_SP_CACHE)",
-        f"def apply({', '.join(arrays + ['out'] + scalars + cvals + ['_sp_start', '_sp_stop'])}):",
+        f"def apply({', '.join(params)}):",
         "    _sp_batch = out.shape[0]",
+        "    _sp_fits = "
+        + " and ".join(f"_sp_np.{d.name}({c}) == {c}" for d, c in zip(in_dtypes, cvals)),
     ]
     for d, (before, after) in enumerate(info.halo):
         lines += [
@@ -240,19 +231,14 @@ def _loop_nest(info: KernelInfo, in_dtypes: tuple[np.dtype, ...], mode: str) -> 
             f"    _sp_hi{d} = max(_sp_n{d} - {after}, {before})",
         ]
     if _patched(info):
-        lines += _patch_setup(info, in_dtypes, mode)
+        lines += _patch_setup(info, in_dtypes)
     if ndim == 1:
         lines.append("    for _sp_b in range(_sp_start, _sp_stop):")
         lines += [f"        {f} = {a}[_sp_b]" for f, a in zip(frames, arrays)]
         lines.append("        _sp_o = out[_sp_b]")
         border, interior = calls("_sp_i0")
-        return (
-            "\n".join(lines + _last_axis_runs(" " * 8, info, "True", border, interior, mode)) + "\n"
-        )
+        return "\n".join(lines + _last_axis_runs(" " * 8, info, "True", border, interior)) + "\n"
     before0, after0 = info.halo[0]
-    fits = " and ".join(f"_sp_np.{d.name}({c}) == {c}" for d, c in zip(in_dtypes, cvals))
-    if mode == "constant":
-        lines.append(f"    _sp_fits = {fits}")
     lines += [
         "    for _sp_t in range(_sp_start, _sp_stop):",
         "        _sp_b = _sp_t // _sp_n0",
@@ -262,17 +248,16 @@ def _loop_nest(info: KernelInfo, in_dtypes: tuple[np.dtype, ...], mode: str) -> 
     lines += [f"{pad}{f} = {a}[_sp_b]" for f, a in zip(frames, arrays)]
     lines += [f"{pad}_sp_o = out[_sp_b]", f"{pad}_sp_c0 = _sp_i0"]
     lines.append(f"{pad}if not (_sp_i0 >= {before0} and _sp_i0 < _sp_hi0):")
-    if mode == "constant":
-        slow = [f"{pad}    if not _sp_fits:"]
-        inner = pad + "        "
-        for d in range(1, ndim):
-            slow.append(f"{inner}for _sp_i{d} in range(_sp_n{d}):")
-            inner += "    "
-        slow.append(f"{inner}_sp_o[{', '.join(centre)}] = _sp_store({calls('_sp_i0')[0]})")
-        lines += slow + [f"{pad}        continue"]
+    slow = [f"{pad}    if _sp_mode == _SP_CONSTANT and not _sp_fits:"]
+    inner = pad + "        "
+    for d in range(1, ndim):
+        slow.append(f"{inner}for _sp_i{d} in range(_sp_n{d}):")
+        inner += "    "
+    slow.append(f"{inner}_sp_o[{', '.join(centre)}] = _sp_store({calls('_sp_i0')[0]})")
+    lines += slow + [f"{pad}        continue"]
     count = before0 + after0 + 1
     lines += [
-        f"{pad}    {f} = _sp_rows_{a}({f}, _sp_i0 - {before0}, {count}, {c})"
+        f"{pad}    {f} = _sp_rows_{a}({f}, _sp_i0 - {before0}, {count}, {c}, _sp_mode)"
         for f, a, c in zip(frames, arrays, cvals)
     ]
     lines.append(f"{pad}    _sp_c0 = {before0}")
@@ -284,7 +269,7 @@ def _loop_nest(info: KernelInfo, in_dtypes: tuple[np.dtype, ...], mode: str) -> 
         lines.append(f"{pad}_sp_in{d} = {condition if d == 1 else f'{inside} and {condition}'}")
         inside = f"_sp_in{d}"
     border, interior = calls("_sp_c0")
-    lines += _last_axis_runs(pad, info, inside, border, interior, mode)
+    lines += _last_axis_runs(pad, info, inside, border, interior)
     return "\n".join(lines) + "\n"
 
 
@@ -298,27 +283,21 @@ def cpu_module_source(
     env: dict[str, Any],
     in_dtypes: tuple[np.dtype, ...],
     out_dtype: np.dtype,
-    mode: str,
     prelude: str,
     cache: bool,
 ) -> PointSource:
-    """Source of a module whose ``apply(*arrays, out, *scalars, *cvals, start, stop)`` runs.
+    """Source of a module whose ``apply(*arrays, out, *scalars, *cvals, mode, start, stop)``
+    runs.
 
     Arrays and ``out`` carry one leading batch axis before the kernel's core axes;
     ``cvals`` are the constant-mode fill values, one per array, already widened;
-    ``start, stop`` bound the rows computed (see :func:`work_rows`).
+    ``mode`` is the boundary mode's code (:data:`.boundary.MODE_CODES`), so one module
+    serves every mode; ``start, stop`` bound the rows computed (see :func:`work_rows`).
     """
-    driver = _loop_nest(info, in_dtypes, mode)
+    driver = _loop_nest(info, in_dtypes)
     if info.ndim > 1:
-        rows = [_rows_function(a, d, mode) for a, d in zip(info.array_params, in_dtypes)]
+        rows = [_rows_function(a, d) for a, d in zip(info.array_params, in_dtypes)]
         driver = "\n\n".join([*rows, driver])
     return assemble_module(
-        _HEADER.format(cache=cache),
-        driver,
-        info,
-        env,
-        in_dtypes,
-        out_dtype,
-        mode,
-        prelude,
+        _HEADER.format(cache=cache), driver, info, env, in_dtypes, out_dtype, prelude
     )

@@ -4,7 +4,7 @@ Everything CUDA-specific in code generation lives here, in the plain
 ``numba.cuda.jit`` subset, so that a move to another CUDA target
 (numba-cuda-mlir) is a change to this file alone.
 
-The kernel ``apply(*arrays, out, *scalars, *cvals)`` runs on a 2-D grid:
+The kernel ``apply(*arrays, out, *scalars, *cvals, mode)`` runs on a 2-D grid:
 ``x`` covers the last core axis (consecutive threads read consecutive
 elements: coalesced), ``y`` the flattened (batch, other core axes) rows, in a
 grid-stride loop, since a grid has at most 65535 blocks along ``y``. Each
@@ -119,7 +119,7 @@ def _kernel(info: KernelInfo) -> str:
     ]
     lines = [
         "@_sp_cuda.jit(cache=_SP_CACHE)",
-        f"def apply({', '.join(arrays + ['out'] + scalars + cvals)}):",
+        f"def apply({', '.join([*arrays, 'out', *scalars, *cvals, '_sp_mode'])}):",
         *(f"    _sp_n{d} = out.shape[{d + 1}]" for d in range(ndim)),
         f"    _sp_rows = out.shape[0]{''.join(f' * _sp_n{d}' for d in range(last))}",
         f"    {centre[last]}, _sp_first = _sp_cuda.grid(2)",
@@ -138,7 +138,7 @@ def _kernel(info: KernelInfo) -> str:
         rest = f"_sp_q{d}"
     lines += [f"        {f} = {a}[{rest}]" for f, a in zip(frames, arrays)]
     interior_call = f"_sp_interior({', '.join(frames + scalars + centre)})"
-    border_call = f"_sp_border({', '.join(frames + scalars + cvals + centre)})"
+    border_call = f"_sp_border({', '.join([*frames, *scalars, *cvals, '_sp_mode', *centre])})"
     target = f"out[{rest}, {', '.join(centre)}]"
     lines += [
         f"        if {' and '.join([f'_sp_in{last}'] + [f'({c})' for c in inside[:last]])}:",
@@ -154,11 +154,11 @@ def cuda_module_source(
     env: dict[str, Any],
     in_dtypes: tuple[np.dtype, ...],
     out_dtype: np.dtype,
-    mode: str,
     prelude: str,
     cache: bool,
 ) -> PointSource:
-    """Source of a module whose CUDA kernel ``apply(*arrays, out, *scalars, *cvals)`` runs it.
+    """Source of a module whose CUDA kernel ``apply(*arrays, out, *scalars, *cvals, mode)``
+    runs it.
 
     Parameters
     ----------
@@ -170,8 +170,6 @@ def cuda_module_source(
         One per array parameter.
     out_dtype : numpy.dtype
         The output's dtype (decides the store).
-    mode : str
-        Boundary mode.
     prelude : str
         Source defining the kernel's free names (:func:`.rewrite.resolve_free_names`).
     cache : bool
@@ -186,8 +184,9 @@ def cuda_module_source(
     -----
     Arrays and ``out`` carry one leading batch axis before the kernel's core
     axes; ``cvals`` are the constant-mode fill values, one per array, already
-    widened. Launch it as ``apply[grid_shape(...), block_shape(...)](...)``
-    with the columns and rows of ``out``.
+    widened; ``mode`` is the boundary mode's code (:data:`.boundary.MODE_CODES`).
+    Launch it as ``apply[grid_shape(...), block_shape(...)](...)`` with the
+    columns and rows of ``out``.
     """
     header = _HEADER.format(version=_VERSION, cache=cache)
-    return assemble_module(header, _kernel(info), info, env, in_dtypes, out_dtype, mode, prelude)
+    return assemble_module(header, _kernel(info), info, env, in_dtypes, out_dtype, prelude)

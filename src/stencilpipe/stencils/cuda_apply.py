@@ -305,5 +305,5 @@ def apply_cuda(
         parts = [_broadcast(_at(v, index, shape), inner) for v in views] if index else full
         *inputs, target = (_flatten(p, len(batch) - looped) for p in parts)
         with kernel.errors_translated():
-            _launch(kernel, grid, block, stream, [*inputs, target, *scalars, *cvals])
+            _launch(kernel, grid, block, stream, [*inputs, target, *scalars, *cvals, kernel.mode])
     return out

@@ -121,7 +121,8 @@ def run_passes(
     if compiled is None:
         run_rows(plan.run, (x, out), x.shape[0] * strips, start=first, min_rows=1)
         return
-    args = (x, out, *(p.cval for p in passes), height, strips, *margins)
+    args = (x, out, *(p.cval for p in passes), *(p.kernel.mode for p in passes))
+    args += (height, strips, *margins)
     run_rows(compiled, args, x.shape[0] * strips, start=first, min_rows=1)
 
 
@@ -195,8 +196,8 @@ def _strip_function(
 def _strip_source(
     modules: tuple[str, ...], dtypes: tuple[str, ...], reaches: tuple[int, ...], ndim: int
 ) -> str:
-    """Source of ``strips(x, out, *cvals, height, strips, *margins, first, stop)``: strips
-    ``[first, stop)`` computed as :meth:`_StripPlan.run` does, in compiled code.
+    """Source of ``strips(x, out, *cvals, *modes, height, strips, *margins, first, stop)``:
+    strips ``[first, stop)`` computed as :meth:`_StripPlan.run` does, in compiled code.
 
     In Python each pass call of each strip cost ~5 us and held the GIL; compiled, the
     passes are calls between compiled functions, and a thread's piece of strips is one
@@ -207,6 +208,7 @@ def _strip_source(
     """
     count = len(modules)
     cvals = ", ".join(f"c{k}" for k in range(count))
+    modes = ", ".join(f"b{k}" for k in range(count))
     margins = ", ".join(f"m{k}" for k in range(count))
     rest = "".join(f", x.shape[{d}]" for d in range(2, ndim))
 
@@ -221,7 +223,7 @@ def _strip_source(
         "",
         "",
         "@numba.njit(nogil=True, cache=True)",
-        f"def strips(x, out, {cvals}, height, strips, {margins}, first, stop):",
+        f"def strips(x, out, {cvals}, {modes}, height, strips, {margins}, first, stop):",
         "    rows = x.shape[1]",
         f"    extra = m0 + {reaches[0]}",
         "    span = min(rows, height + 2 * extra)",
@@ -241,7 +243,7 @@ def _strip_source(
             f"        rows{k + 1} = out[frame]" if last else f"        rows{k + 1} = scratch{k}",
             f"        target{k} = "
             + view(f"rows{k + 1}", *(("low", "high") if last else ("0", "high - low"))),
-            f"        pass{k}(source{k}, target{k}, c{k}, start - low, end - low)",
+            f"        pass{k}(source{k}, target{k}, c{k}, b{k}, start - low, end - low)",
         ]
         if not last:
             lines += [

@@ -21,8 +21,9 @@ from types import ModuleType
 
 import numpy as np
 
+from .boundary import MODE_CODES
 from .modules import load_module
-from .windows import MODE_CODES, CachedPass, _Rows
+from .windows import CachedPass, _Rows
 
 __all__ = ["GaussianPass", "INPUTS", "error_bound"]
 
@@ -113,7 +114,7 @@ class GaussianPass(CachedPass):
         return _Rows(call, out_dtype.type)
 
 
-#: The modes the loop folds indices by (their codes are :data:`.windows.MODE_CODES`).
+#: The modes the loop folds indices by (their codes are :data:`.boundary.MODE_CODES`).
 _FOLDED = ("reflect", "mirror", "nearest")
 
 

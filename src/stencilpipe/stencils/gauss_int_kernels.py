@@ -23,7 +23,7 @@ jit = numba.njit(cache=_SP_CACHE, nogil=True)
 inline = numba.njit(cache=_SP_CACHE, inline="always")
 
 #: Index ``j`` of an axis of ``n`` folded into it by ``mode`` (a code of
-#: :data:`.windows.MODE_CODES`): the window loops' own, inlined.
+#: :data:`.boundary.MODE_CODES`): the window loops' own, inlined.
 fold = window_loops().fold
 
 

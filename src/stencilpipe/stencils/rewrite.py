@@ -8,7 +8,8 @@ scalars and the centre index ``(i0, i1, ...)``:
   It is decorated ``inlined``: the target must inline it into the row loop
   whatever its size, or the row loop cannot vectorise;
 * ``_sp_border``: reads through ``_sp_load_x``, which folds indices back into
-  the array (or returns ``cval``) according to the boundary mode.
+  the array (or returns ``cval``) according to the boundary mode, an argument
+  (its code, :data:`.boundary.MODE_CODES`): one module serves every mode.
 
 Every read is widened (:mod:`.dtypes`), unless the kernel only selects among
 the values it reads (min, max, comparisons: a median or a dilation): nothing can
@@ -86,6 +87,7 @@ class _AccessRewriter(ast.NodeTransformer):
                     ast.Name(id=array, ctx=ast.Load()),
                     *shifted,
                     ast.Name(id=f"_sp_cval_{array}", ctx=ast.Load()),
+                    ast.Name(id="_sp_mode", ctx=ast.Load()),
                 ],
                 keywords=[],
             )
@@ -236,17 +238,22 @@ def _point_function(
 _TYPE_PARAMS: dict[str, Any] = {"type_params": []} if sys.version_info >= (3, 12) else {}
 
 
-def _load_function(array: str, ndim: int, wide: str, mode: str) -> str:
+def _load_function(array: str, ndim: int, wide: str) -> str:
+    """``_sp_load_<array>``: the read at ``(j0, ...)`` folded by the mode of code
+    ``_sp_mode``, or ``cval`` (see :func:`.boundary.fold`)."""
     js = index_names(ndim, "_sp_j")
-    args = ", ".join([array, *js, "_sp_cval"])
+    ks = index_names(ndim, "_sp_k")
+    args = ", ".join([array, *js, "_sp_cval", "_sp_mode"])
     lines = ["@device", f"def _sp_load_{array}({args}):"]
-    if mode == "constant":
-        outside = " or ".join(f"{j} < 0 or {j} >= {array}.shape[{d}]" for d, j in enumerate(js))
-        lines += [f"    if {outside}:", f"        return _sp_np.{wide}(_sp_cval)"]
-        index = ", ".join(js)
-    else:
-        index = ", ".join(f"_sp_fold({j}, {array}.shape[{d}])" for d, j in enumerate(js))
-    lines.append(f"    return _sp_np.{wide}({array}[{index}])")
+    lines += [
+        f"    {k} = _sp_fold({j}, {array}.shape[{d}], _sp_mode)"
+        for d, (j, k) in enumerate(zip(js, ks))
+    ]
+    lines += [
+        f"    if {' or '.join(f'{k} < 0' for k in ks)}:",
+        f"        return _sp_np.{wide}(_sp_cval)",
+        f"    return _sp_np.{wide}({array}[{', '.join(ks)}])",
+    ]
     return "\n".join(lines)
 
 
@@ -254,7 +261,6 @@ def point_functions(
     info: KernelInfo,
     env: dict[str, Any],
     in_dtypes: tuple[np.dtype, ...],
-    mode: str,
     first_line: int,
 ) -> PointSource:
     """Source of the interior, load and border functions for one specialisation.
@@ -267,8 +273,6 @@ def point_functions(
         The kernel's globals and closure values (for constant loop bounds).
     in_dtypes : tuple of numpy.dtype
         One per array parameter.
-    mode : str
-        Boundary mode (decides the load functions).
     first_line : int
         Line number the returned source will start at in its module (for the line map).
     """
@@ -303,9 +307,15 @@ def point_functions(
     )
     add(interior.source, interior.line_map)
     for array in arrays:
-        add(_load_function(array, info.ndim, wide[array], mode))
+        add(_load_function(array, info.ndim, wide[array]))
     border = _point_function(
-        info, body, "_sp_border", arrays + scalars + cvals + centre, wide, True, next_line() - 1
+        info,
+        body,
+        "_sp_border",
+        [*arrays, *scalars, *cvals, "_sp_mode", *centre],
+        wide,
+        True,
+        next_line() - 1,
     )
     add(border.source, border.line_map)
     return PointSource("\n\n".join(chunks) + "\n", line_map)
@@ -403,16 +413,12 @@ def assemble_module(
     env: dict[str, Any],
     in_dtypes: tuple[np.dtype, ...],
     out_dtype: np.dtype,
-    mode: str,
     prelude: str,
 ) -> PointSource:
     """A target's module: its ``header`` (which defines ``device`` and ``inlined``), the fold
-    function of ``mode``, the kernel's free names, the point functions, the store, and the
-    target's ``driver`` (the loop nest or grid kernel named ``apply``)."""
-    head = header
-    if mode != "constant":
-        head += f"_sp_fold = device(_sp_boundary.fold_{mode})\n"
-    head += prelude + "\n\n"
-    points = point_functions(info, env, in_dtypes, mode, head.count("\n") + 1)
+    function, the kernel's free names, the point functions, the store, and the target's
+    ``driver`` (the loop nest or grid kernel named ``apply``)."""
+    head = header + "_sp_fold = device(_sp_boundary.fold)\n" + prelude + "\n\n"
+    points = point_functions(info, env, in_dtypes, head.count("\n") + 1)
     text = head + points.source + "\n\n" + store_function(out_dtype) + "\n\n" + driver
     return PointSource(text, points.line_map)

@@ -23,7 +23,7 @@ import numpy.typing as npt
 
 from ..errors import KernelError
 from .analysis import KernelInfo, analyse_kernel, kernel_env
-from .boundary import Mode, validate_mode
+from .boundary import MODE_CODES, Mode, validate_mode
 from .channels import AUTO, per_channel, resolve_channel_axis
 from .codegen_cpu import cpu_module_source
 from .compile_lock import compile_lock
@@ -95,7 +95,8 @@ class Stencil:
         self.boundary = validate_mode(boundary)
         self.cval = cval
         self.dtype = None if dtype is None else check_dtype(dtype, f"dtype= of {self.info.name!r}")
-        self._compiled: dict[tuple, CompiledKernel] = {} if _compiled is None else _compiled
+        # (target, in_dtypes, out_dtype): the module and line map; with the mode: its kernel.
+        self._compiled: dict[tuple, Any] = {} if _compiled is None else _compiled
         self.passes = _passes
         self._recipe: tuple | None = None
         functools.update_wrapper(self, func, updated=())
@@ -351,25 +352,26 @@ class Stencil:
         kernel = self._compiled.get(key)
         if kernel is None:
             with compile_lock:  # generated once, however many threads ask at once
-                kernel = self._compiled.get(key) or self._generate(key)
+                kernel = self._compiled.get(key)
+                if kernel is None:
+                    module = self._compiled.get(key[:3]) or self._generate(*key[:3])
+                    kernel = CompiledKernel(self, *module, in_dtypes, MODE_CODES[mode])
+                    self._compiled[key] = kernel
         return kernel
 
-    def _generate(self, key: tuple) -> CompiledKernel:
-        """Generate and load the module of one specialisation (``compile_lock`` held)."""
-        target, in_dtypes, out_dtype, mode = key
+    def _generate(self, target: str, in_dtypes: tuple, out_dtype: np.dtype) -> tuple[Any, dict]:
+        """Generate and load the module of one specialisation, which serves every boundary
+        mode (``compile_lock`` held): the module and its line map, kept in ``_compiled``."""
         if target == "cuda":
             from .codegen_cuda import cuda_module_source as module_source
         else:
             module_source = cpu_module_source
         env = kernel_env(self.func)
         prelude, injected = resolve_free_names(self.info, env)
-        generated = module_source(
-            self.info, env, in_dtypes, out_dtype, mode, prelude, cache=not injected
-        )
+        generated = module_source(self.info, env, in_dtypes, out_dtype, prelude, cache=not injected)
         module = load_module(f"{self.name}_{target}", generated.source, injected)
-        kernel = CompiledKernel(self, module, generated.line_map, in_dtypes)
-        self._compiled[key] = kernel
-        return kernel
+        self._compiled[target, in_dtypes, out_dtype] = module, generated.line_map
+        return module, generated.line_map
 
     def pass_kernels(
         self, in_dtype: np.dtype, mode: str, out_dtype: np.dtype | None = None
@@ -523,16 +525,19 @@ def _made_decorated(
 
 
 class CompiledKernel:
-    """A generated module's ``apply``, with Numba's compile errors turned into :class:`KernelError`.
+    """A generated module's ``apply`` under one boundary mode, with Numba's compile errors
+    turned into :class:`KernelError`.
 
     The CPU loop nest is called as ``kernel(*args, rows=n)`` (split over
-    threads); other targets launch ``kernel.apply`` themselves inside
+    threads), which passes ``apply`` the mode's code (:attr:`mode`) after ``args``;
+    other targets launch ``kernel.apply`` themselves, with :attr:`mode`, inside
     ``with kernel.errors_translated():``.
     """
 
-    def __init__(self, stencil: Stencil, module, line_map: dict[int, int], in_dtypes):
+    def __init__(self, stencil: Stencil, module, line_map: dict[int, int], in_dtypes, mode: int):
         self.stencil = stencil
         self.apply = module.apply
+        self.mode = mode
         self.path = module.__file__
         with open(self.path) as handle:
             self.source = handle.read()
@@ -554,13 +559,14 @@ class CompiledKernel:
         """Compile for the types of ``args`` (as :meth:`__call__` takes them, with start, stop)."""
         import numba
 
+        *args, start, stop = args
         with self.errors_translated():
-            self.apply.compile(tuple(numba.typeof(a) for a in args))
+            self.apply.compile(tuple(numba.typeof(a) for a in [*args, self.mode, start, stop]))
 
     def __call__(self, *args: Any, rows: int) -> None:
         """Run the CPU loop nest over ``rows`` rows; the first call compiles, in this thread."""
         if self._ran:
-            run_rows(self.apply, args, rows)
+            run_rows(self.apply, (*args, self.mode), rows)
             return
         self.run(*args, start=0, stop=rows)
 
@@ -572,10 +578,10 @@ class CompiledKernel:
     def run(self, *args: Any, start: int, stop: int) -> None:
         """Run the CPU loop nest over rows ``[start, stop)`` in this thread."""
         if self._ran:  # not Numba's ``signatures``, which costs ~10 us per call
-            self.apply(*args, start, stop)
+            self.apply(*args, self.mode, start, stop)
             return
         with self.errors_translated():
-            self.apply(*args, start, stop)
+            self.apply(*args, self.mode, start, stop)
         self._ran = True
 
     def _translate(self, exc: Exception) -> KernelError:

@@ -29,16 +29,13 @@ _SP_CACHE = True
 jit = numba.njit(cache=_SP_CACHE, nogil=True)
 inline = numba.njit(cache=_SP_CACHE, inline="always")
 
-#: Boundary modes as the loops take them (:data:`.windows.MODE_CODES`).
-REFLECT, MIRROR, NEAREST, WRAP, CONSTANT = 0, 1, 2, 3, 4
+#: Boundary modes as the loops take them (:data:`.boundary.MODE_CODES`).
+CONSTANT = boundary.CONSTANT
 
-#: Compiled once and called, not inlined: they run only outside the array, and Numba's
+#: Compiled once and called, not inlined: it runs only outside the array, and Numba's
 #: inlining (``inline="always"``) copies a function's IR into each caller, which was most
 #: of the loops' compile time.
-fold_reflect = jit(boundary.fold_reflect)
-fold_mirror = jit(boundary.fold_mirror)
-fold_nearest = jit(boundary.fold_nearest)
-fold_wrap = jit(boundary.fold_wrap)
+fold_outside = jit(boundary.fold)
 
 #: Bytes of :func:`extremum`'s buffers: about a core's L2 cache (see :mod:`.fused`).
 BUFFER_BYTES = 1 << 20
@@ -49,15 +46,7 @@ def fold(j, n, mode):
     """Index ``j`` of an axis of ``n`` folded into it by ``mode``; -1 for ``cval``."""
     if 0 <= j < n:
         return j
-    if mode == CONSTANT:
-        return -1
-    if mode == REFLECT:
-        return fold_reflect(j, n)
-    if mode == MIRROR:
-        return fold_mirror(j, n)
-    if mode == NEAREST:
-        return fold_nearest(j, n)
-    return fold_wrap(j, n)
+    return fold_outside(j, n, mode)
 
 
 @inline

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from .boundary import MODE_CODES
 from .modules import load_module
 from .threads import run_rows
 
@@ -36,14 +37,10 @@ __all__ = [
     "ExtremumPass",
     "HISTOGRAM_ABOVE",
     "MEAN_STORES",
-    "MODE_CODES",
     "MeanPass",
     "RankWindow",
     "window_loops",
 ]
-
-#: The loops' codes of the boundary modes.
-MODE_CODES = {"reflect": 0, "mirror": 1, "nearest": 2, "wrap": 3, "constant": 4}
 
 
 @functools.cache
