@@ -121,9 +121,9 @@ def run_passes(
     if compiled is None:
         run_rows(plan.run, (x, out), x.shape[0] * strips, start=first, min_rows=1)
         return
-    args = (x, out, *(p.cval for p in passes), *(p.kernel.mode for p in passes))
-    args += (height, strips, *margins)
-    run_rows(compiled, args, x.shape[0] * strips, start=first, min_rows=1)
+    function, modes = compiled
+    args = (x, out, *(p.cval for p in passes), *modes, height, strips, *margins)
+    run_rows(function, args, x.shape[0] * strips, start=first, min_rows=1)
 
 
 def _reach(step: Pass) -> int:
@@ -170,19 +170,24 @@ class _StripPlan:
                 low, high = start, end
 
 
-def _compiled_strips(passes: Sequence[Pass], ndim: int) -> Callable[..., None] | None:
+def _compiled_strips(
+    passes: Sequence[Pass], ndim: int
+) -> tuple[Callable[..., None], list[int]] | None:
     """The loop of :meth:`_StripPlan.run` compiled, when every pass is a generated kernel
-    that a module can import (:func:`_strip_source`); None for the others."""
-    modules = []
+    that a module can import (:func:`_strip_source`), and the passes' boundary mode codes;
+    None for the others."""
+    modules, modes = [], []
     for step in passes:
         apply = getattr(step.kernel, "apply", None)
+        mode = getattr(step.kernel, "mode", None)
         name = getattr(apply, "__module__", None) or ""
-        if apply is None or getattr(sys.modules.get(name), "apply", None) is not apply:
+        if mode is None or getattr(sys.modules.get(name), "apply", None) is not apply:
             return None
         modules.append(name)
+        modes.append(mode)
     dtypes = tuple(p.out_dtype.name for p in passes[:-1])
     reaches = tuple(_reach(p) for p in passes)
-    return _strip_function(tuple(modules), dtypes, reaches, ndim)
+    return _strip_function(tuple(modules), dtypes, reaches, ndim), modes
 
 
 @functools.cache

@@ -354,8 +354,8 @@ class Stencil:
             with compile_lock:  # generated once, however many threads ask at once
                 kernel = self._compiled.get(key)
                 if kernel is None:
-                    module = self._compiled.get(key[:3]) or self._generate(*key[:3])
-                    kernel = CompiledKernel(self, *module, in_dtypes, MODE_CODES[mode])
+                    module, lines = self._compiled.get(key[:3]) or self._generate(*key[:3])
+                    kernel = CompiledKernel(self, module, lines, in_dtypes, MODE_CODES[mode])
                     self._compiled[key] = kernel
         return kernel
 
