@@ -285,11 +285,14 @@ def connect(config: ClusterConfig) -> Iterator[Client]:
     with cluster:
         if config.jobqueue:
             check_submission(cluster, config)
-            if config.adapt:
-                cluster.adapt(minimum_jobs=config.adapt.minimum, maximum_jobs=config.adapt.maximum)
-            else:
-                cluster.scale(jobs=config.jobs)
+        # The client connects before any job is asked for: a client started on a cluster
+        # waits for its job submissions, and a Ctrl-C there would cancel them half-done,
+        # leaving jobs in the queue that closing the cluster does not know of.
         with Client(cluster, security=tls) as client:
+            if config.jobqueue and config.adapt:
+                cluster.adapt(minimum_jobs=config.adapt.minimum, maximum_jobs=config.adapt.maximum)
+            elif config.jobqueue:
+                cluster.scale(jobs=config.jobs)
             if config.jobqueue and (config.adapt is None or config.adapt.minimum):
                 wait_for_first_worker(client, cluster, config)
             yield client

@@ -137,6 +137,21 @@ def _scheduler_options(config: ClusterConfig, cluster_class: Any) -> dict[str, A
     return options
 
 
+def _out_of_terminal_reach(job_class: Any) -> Any:
+    """``job_class`` with its batch commands (sbatch, scancel, ...) run in their own session.
+
+    Ctrl-C in a terminal signals the whole foreground process group. A submission command
+    killed after the batch system took its job never reports the job's id, so nothing
+    cancels that job and it stays in the queue. stencilpipe handles Ctrl-C itself (closing
+    the cluster cancels every job it submitted), so its batch commands always finish.
+    """
+
+    async def call(cmd: list[str], *, shell: bool = False, **kwargs: Any) -> str:
+        return await job_class._call(cmd, shell=shell, start_new_session=True, **kwargs)
+
+    return type(job_class.__name__, (job_class,), {"_call": staticmethod(call)})
+
+
 def jobqueue_cluster(config: ClusterConfig, tls: Security | None, silence_logs: int) -> Any:
     """dask-jobqueue's cluster for ``config.jobqueue``, with its scheduler started and no jobs.
 
@@ -144,7 +159,11 @@ def jobqueue_cluster(config: ClusterConfig, tls: Security | None, silence_logs: 
     """
     cluster_class = _jobqueue_class(config)
     _check_job(config, cluster_class)
-    options = {**config.job, "scheduler_options": _scheduler_options(config, cluster_class)}
+    options = {
+        **config.job,
+        "scheduler_options": _scheduler_options(config, cluster_class),
+        "job_cls": _out_of_terminal_reach(cluster_class.job_cls),
+    }
     try:
         return cluster_class(silence_logs=silence_logs, security=tls, **options)
     except (TypeError, ValueError) as exc:
