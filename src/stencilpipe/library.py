@@ -86,6 +86,20 @@ def _halos(window: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
     return tuple((-first, last) for first, last in window)
 
 
+def _extremum_kind(reach: Sequence[tuple[int, int]]) -> str:
+    """How the CPU runs a minimum or maximum over the box reaching ``reach`` (before, after
+    per core axis): ``"point"``, its per-point kernel, up to
+    ``WINDOW_PASSES_ABOVE['extremum']`` elements; ``"box"``, one :class:`BoxExtremum` pass,
+    over a 2-D box of up to :data:`~stencilpipe.stencils.windows.BOX_ROWS_UP_TO` rows;
+    else ``"axes"``, an :class:`ExtremumPass` per axis. The rule of the library's
+    :func:`minimum` and :func:`maximum` and of ndfilters' box minimum and maximum."""
+    if math.prod(before + 1 + after for before, after in reach) <= WINDOW_PASSES_ABOVE["extremum"]:
+        return "point"
+    if len(reach) == 2 and sum(reach[0]) + 1 <= BOX_ROWS_UP_TO:
+        return "box"
+    return "axes"
+
+
 def mean(size: int | Sequence[int] = 3, *, ndim: int = 2, **options: Any) -> Stencil:
     """Mean over a ``size`` window (scipy.ndimage.uniform_filter).
 
@@ -477,18 +491,18 @@ def _extremum(which: str, size: int | Sequence[int], ndim: int, options: dict) -
         + "\n    return best\n"
     )
     made = _from_source(name, source, {}, **options)
-    if math.prod(last - first + 1 for first, last in window) > WINDOW_PASSES_ABOVE["extremum"]:
-        halos = _halos(window)
-        if ndim == 2 and sum(halos[0]) + 1 <= BOX_ROWS_UP_TO:
-            made.passes = {"cpu": (BoxExtremum(halos, which == "max"),)}
-        else:
-            made.passes = {
-                "cpu": tuple(
-                    ExtremumPass(d, before, after, which == "max", ndim)
-                    for d, (before, after) in enumerate(halos)
-                    if before or after
-                )
-            }
+    halos = _halos(window)
+    kind = _extremum_kind(halos)
+    if kind == "box":
+        made.passes = {"cpu": (BoxExtremum(halos, which == "max"),)}
+    elif kind == "axes":
+        made.passes = {
+            "cpu": tuple(
+                ExtremumPass(d, before, after, which == "max", ndim)
+                for d, (before, after) in enumerate(halos)
+                if before or after
+            )
+        }
     return made
 
 

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from ..library import WINDOW_PASSES_ABOVE, _big_median, _from_source, _selection_network
+from ..library import _big_median, _extremum_kind, _from_source, _selection_network
 from ..stencils import Stencil
 from ..stencils.windows import MEAN_STORES, BoxExtremum, ExtremumPass, MeanPass, RankWindow
 from ._casting import store_lines
@@ -228,16 +228,16 @@ def box_extremum_kernel(
 ) -> Stencil:
     """The minimum (or maximum) over the 2-D box of offsets ``rows[0]..rows[1]`` by
     ``columns[0]..columns[1]`` (each range holding 0), for an input of dtype ``store``, as
-    the library's: :func:`rank_kernel`'s chain per point up to
-    ``WINDOW_PASSES_ABOVE['extremum']`` elements (3x3), above which the CPU runs
+    the library's: :func:`rank_kernel`'s chain per point, where the CPU runs
     :class:`stencilpipe.stencils.windows.BoxExtremum` (one read and write of the frame,
-    compiled once per dtype whatever the box and mode) and the GPU the chain."""
+    compiled once per dtype whatever the box and mode) for the boxes
+    :func:`stencilpipe.library._extremum_kind` runs as one."""
     offsets = tuple(
         (i, j) for i in range(rows[0], rows[1] + 1) for j in range(columns[0], columns[1] + 1)
     )
     made = rank_kernel.__wrapped__(offsets, len(offsets) - 1 if largest else 0, store, False)
-    if len(offsets) > WINDOW_PASSES_ABOVE["extremum"]:
-        reach = ((-rows[0], rows[1]), (-columns[0], columns[1]))
+    reach = ((-rows[0], rows[1]), (-columns[0], columns[1]))
+    if _extremum_kind(reach) == "box":
         made.passes = {"cpu": (BoxExtremum(reach, largest),)}
     return made
 

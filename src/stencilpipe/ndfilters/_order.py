@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from ..library import _extremum_kind
 from ..stencils.dask_apply import is_dask_array
-from ..stencils.windows import BOX_ROWS_UP_TO
 from ._apply import (
     Pass,
     ShapeError,
@@ -107,12 +107,16 @@ def _box_pass(array, lines, dtypes, cval, minimum: bool) -> Pass | None:
     """One :func:`._kernels.box_extremum_kernel` pass for the box of ``lines`` (``(axis,
     offsets, mode)`` of each axis whose size exceeds 1), where it replaces their line passes:
     a NumPy or Dask array, the box over its last two axes (others as a batch) in one mode,
-    of up to :data:`~stencilpipe.stencils.windows.BOX_ROWS_UP_TO` rows, the input read as
-    stored (``cval`` one of its values)."""
+    per point or as one pass (not one per axis, :func:`stencilpipe.library._extremum_kind`),
+    the input read as stored (``cval`` one of its values)."""
     if sorted(axis for axis, _, _ in lines) != [array.ndim - 2, array.ndim - 1]:
         return None
     (_, rows, mode), (_, columns, other) = sorted(lines, key=lambda line: line[0])
-    if filter_mode(mode) != filter_mode(other) or len(rows) > BOX_ROWS_UP_TO:
+    # window_origin keeps each side's window over its centre: both reaches are >= 0.
+    rows_range = (rows[0][0], rows[-1][0])
+    columns_range = (columns[0][0], columns[-1][0])
+    reach = ((-rows_range[0], rows_range[1]), (-columns_range[0], columns_range[1]))
+    if filter_mode(mode) != filter_mode(other) or _extremum_kind(reach) == "axes":
         return None
     if not (isinstance(array, np.ndarray) or is_dask_array(array)):
         return None  # the GPU runs the line passes (the box's kernel reads every point)
@@ -120,9 +124,6 @@ def _box_pass(array, lines, dtypes, cval, minimum: bool) -> Pass | None:
         return None
     if filter_mode(mode) == "constant" and not _fits(cval, dtypes.compute):
         return None
-    # window_origin keeps each side's window over its centre: both reaches are >= 0.
-    rows_range = (rows[0][0], rows[-1][0])
-    columns_range = (columns[0][0], columns[-1][0])
     kernel = box_extremum_kernel(rows_range, columns_range, not minimum, dtypes.store)
     return Pass(lambda dtype: kernel, mode)
 
