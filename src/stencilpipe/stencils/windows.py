@@ -200,9 +200,10 @@ class ExtremumPass(_LinePass):
 
 #: Rows of a 2-D box up to which :class:`BoxExtremum` (its time grows with them, about
 #: ``rows / 6`` sweeps of a row per output row) beats two :class:`ExtremumPass` passes
-#: (flat in the window). 2048x2048, 1 thread, loaded, box / passes ms: uint8 15x15 0.93 /
-#: 1.08, 31x31 3.03 / 0.93; uint16 15x15 2.11 / 2.96, 31x31 5.43 / 2.18.
-BOX_ROWS_UP_TO = 15
+#: (flat in the window). 2048x2048, 1 thread, loaded, box / passes ms: uint8 15x15 0.97 /
+#: 1.56, 31x31 1.64 / 1.80, 41x41 1.99 / 1.92; uint16 15x15 2.08 / 3.15, 31x31 3.69 /
+#: 4.33, 63x63 6.00 / 6.03 (2 threads: the same crossings).
+BOX_ROWS_UP_TO = 31
 
 
 class _BoxPass(CachedPass):
