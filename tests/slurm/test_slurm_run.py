@@ -60,12 +60,11 @@ def test_two_slurm_jobs_compute_the_stack_and_leave_the_queue_empty(slurm, stack
     assert slurm.wait_for_no_jobs() == []
 
 
-def test_ctrl_c_while_jobs_are_queued_exits_130_with_the_resume_hint_and_cancels_them(
-    slurm, stack, tmp_path
-):
+def _ctrl_c_once_a_job_is_queued(slurm, config: Path, env: dict) -> tuple[int, str]:
+    """Run ``stencilpipe run config``, press Ctrl-C once SLURM lists a job: (status, stderr)."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "stencilpipe", "run", str(_config(tmp_path, jobs=2))],
-        env=slurm.env,
+        [sys.executable, "-m", "stencilpipe", "run", str(config)],
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -78,19 +77,26 @@ def test_ctrl_c_while_jobs_are_queued_exits_130_with_the_resume_hint_and_cancels
             assert time.monotonic() < deadline, "no job was submitted"
             time.sleep(0.2)
         os.killpg(process.pid, signal.SIGINT)
-        out, err = process.communicate(timeout=120)
+        _, err = process.communicate(timeout=120)
     finally:
         if process.poll() is None:
             process.kill()
-    assert process.returncode == 130, (out, err)
+    return process.returncode, err
+
+
+def test_ctrl_c_while_jobs_are_queued_exits_130_with_the_resume_hint_and_cancels_them(
+    slurm, stack, tmp_path
+):
+    status, err = _ctrl_c_once_a_job_is_queued(slurm, _config(tmp_path, jobs=2), slurm.env)
+    assert status == 130, err
     assert "rerun to resume" in err
     assert slurm.wait_for_no_jobs() == []
 
 
 def test_ctrl_c_while_a_submission_is_in_flight_leaves_no_job_behind(slurm, stack, tmp_path):
     # A busy controller answers sbatch slowly: this sbatch has handed its job to SLURM and
-    # takes three more seconds to return, so the Ctrl-C below lands while both submissions
-    # are in flight. A terminal's Ctrl-C reaches the whole process group; an sbatch killed
+    # takes three more seconds to return, so the Ctrl-C lands while both submissions are
+    # in flight. A terminal's Ctrl-C reaches the whole process group; an sbatch killed
     # there would lose its job's id, and the job would stay in the queue.
     (tmp_path / "bin").mkdir()
     slow_sbatch = tmp_path / "bin" / "sbatch"
@@ -99,26 +105,8 @@ def test_ctrl_c_while_a_submission_is_in_flight_leaves_no_job_behind(slurm, stac
     )
     slow_sbatch.chmod(0o755)
     env = {**slurm.env, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{slurm.env['PATH']}"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "stencilpipe", "run", str(_config(tmp_path, jobs=2))],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while not slurm.jobs():
-            assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline, "no job was submitted"
-            time.sleep(0.2)
-        os.killpg(process.pid, signal.SIGINT)
-        out, err = process.communicate(timeout=120)
-    finally:
-        if process.poll() is None:
-            process.kill()
-    assert process.returncode == 130, (out, err)
+    status, err = _ctrl_c_once_a_job_is_queued(slurm, _config(tmp_path, jobs=2), env)
+    assert status == 130, err
     assert err.strip() == "interrupted: finished outputs are kept; rerun to resume"
     assert slurm.wait_for_no_jobs() == []
 
