@@ -289,10 +289,12 @@ def connect(config: ClusterConfig) -> Iterator[Client]:
         # waits for its job submissions, and a Ctrl-C there would cancel them half-done,
         # leaving jobs in the queue that closing the cluster does not know of.
         with Client(cluster, security=tls) as client:
-            if config.jobqueue and config.adapt:
-                cluster.adapt(minimum_jobs=config.adapt.minimum, maximum_jobs=config.adapt.maximum)
-            elif config.jobqueue:
-                cluster.scale(jobs=config.jobs)
-            if config.jobqueue and (config.adapt is None or config.adapt.minimum):
-                wait_for_first_worker(client, cluster, config)
+            if config.jobqueue:
+                if config.adapt:
+                    adapt = config.adapt
+                    cluster.adapt(minimum_jobs=adapt.minimum, maximum_jobs=adapt.maximum)
+                else:
+                    cluster.scale(jobs=config.jobs)
+                if config.adapt is None or config.adapt.minimum:
+                    wait_for_first_worker(client, cluster, config)
             yield client
