@@ -24,6 +24,15 @@ def wait_for(predicate, timeout: float, interval: float = 0.005, what: str = "")
         time.sleep(interval)
 
 
+def _scheduler_address(file: Path) -> str | None:
+    """The address in a scheduler file, or None while the file is absent or half written
+    (the scheduler creates the file, then writes it: an empty file was once read)."""
+    try:
+        return json.loads(file.read_text())["address"]
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
 def _dask(*args: str) -> list[str]:
     return [str(Path(sys.executable).parent / "dask"), *args]
 
@@ -40,11 +49,11 @@ class DaskProcesses:
         try:
             self._start("scheduler", "--host", "127.0.0.1", "--port", "0", *web,
                         "--scheduler-file", str(file))  # fmt: skip
-            wait_for(file.exists, 60, 0.1, "the scheduler file")
+            wait_for(lambda: _scheduler_address(file), 60, 0.1, "the scheduler file")
         except BaseException:
             self.stop()
             raise
-        self.address = json.loads(file.read_text())["address"]
+        self.address = _scheduler_address(file)
 
     def _start(self, *args: str) -> subprocess.Popen:
         process = subprocess.Popen(_dask(*args), stdout=self.log, stderr=subprocess.STDOUT, env=ENV)
