@@ -13,6 +13,7 @@ import pytest
 from scipy import ndimage as ndi
 
 import stencilpipe as sp
+from stencilpipe import ndfilters
 from stencilpipe.stencils import fused
 
 MODES = ["reflect", "mirror", "nearest", "wrap", "constant"]
@@ -41,6 +42,16 @@ def along_1d(x):
 @sp.stencil
 def volume(x):
     return x[0, 0, -1] + 3 * x[1, 0, 1] - x[0, -1, 2]
+
+
+@sp.stencil
+def hypervolume(x):
+    return x[0, 1, 0, -1] - 2 * x[-1, 0, 2, 0] + 3 * x[0, 0, -2, 1] + x[1, -1, 0, 0]
+
+
+HYPERVOLUME = np.zeros((3, 3, 5, 3))
+HYPERVOLUME[1, 2, 2, 0], HYPERVOLUME[0, 1, 4, 1] = 1, -2
+HYPERVOLUME[1, 1, 0, 2], HYPERVOLUME[2, 0, 2, 1] = 3, 1
 
 
 def correlate(x, weights, mode, cval):
@@ -86,6 +97,36 @@ def test_volumes(mode, shape):
     np.testing.assert_array_equal(
         volume(x, boundary=mode, cval=4.0), correlate(x, weights, mode, 4.0)
     )
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("shape", [(1, 1, 1, 1), (2, 3, 4, 2), (3, 6, 5, 4)])
+def test_four_dimensional_kernels_fold_along_every_middle_axis(mode, shape):
+    """Rows outside along the middle axes (1 and 2) read a block of folded rows."""
+    x = np.random.default_rng(8).integers(-9, 9, shape).astype(np.float64)
+    got = hypervolume(x, boundary=mode, cval=-5.0)
+    np.testing.assert_array_equal(got, correlate(x, HYPERVOLUME, mode, -5.0))
+
+
+@pytest.mark.parametrize("cval", [3, 300, -1, 2.5])
+@pytest.mark.parametrize("mode", MODES)
+def test_integer_volumes_with_any_cval_equal_scipy(mode, cval):
+    """uint8 volumes through the drop-in correlate, whose ``cval`` scipy reads as a float
+    (300, -1 and 2.5 are no uint8 row)."""
+    x = np.random.default_rng(9).integers(0, 256, (4, 5, 9)).astype(np.uint8)
+    weights = np.zeros((3, 3, 5))
+    weights[1, 1, 1], weights[2, 1, 3], weights[1, 0, 4] = 1, 3, -1
+    got = ndfilters.correlate(x, weights, mode=mode, cval=cval)
+    np.testing.assert_array_equal(got, ndi.correlate(x, weights, mode=mode, cval=cval))
+
+
+def test_a_nan_cval_on_volumes_takes_the_folding_path():
+    x = np.random.default_rng(10).integers(0, 9, (3, 4, 6)).astype(np.float32)
+    weights = np.zeros((3, 3, 5))
+    weights[1, 1, 1], weights[2, 1, 3], weights[1, 0, 4] = 1, 3, -1
+    got = volume(x, boundary="constant", cval=np.nan)
+    expected = correlate(x.astype(np.float64), weights, "constant", np.nan)
+    np.testing.assert_array_equal(got, expected.astype(np.float32))
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.int16])

@@ -61,14 +61,43 @@ def _rows_function(array: str, in_dtype: np.dtype) -> str:
     )
 
 
-def _last_axis_runs(
-    pad: str, info: KernelInfo, inside: str, border: str, interior: str
-) -> list[str]:
-    """The border / interior / border runs of one row along the last axis.
+def _block_function(array: str, info: KernelInfo, in_dtype: np.dtype) -> str:
+    """``_sp_block_<array>(frame, c0, ..., block, cval, mode)``: into ``block``, the rows
+    of ``frame`` a row centred at ``c0, ...`` (one per axis but the last) reads, folded
+    by ``mode`` along the middle axes (``cval`` rows under constant); along the first
+    axis they are inside ``frame`` (``_sp_rows`` made them so)."""
+    middle = range(1, info.ndim - 1)
+    centres = [f"c{d}" for d in range(info.ndim - 1)]
+    lines = [
+        "@device",
+        f"def _sp_block_{array}(frame, {', '.join(centres)}, block, cval, mode):",
+    ]
+    pad = "    "
+    for d, (before, after) in enumerate(info.halo[:-1]):
+        lines.append(f"{pad}for q{d} in range({before + after + 1}):")
+        pad += "    "
+        first = f"c{d} - {before} + q{d}"
+        lines.append(
+            f"{pad}j{d} = {first}" if d == 0 else f"{pad}j{d} = _sp_fold({first}, frame.shape[{d}], mode)"
+        )
+    cell = ", ".join(f"q{d}" for d in range(info.ndim - 1))
+    source = ", ".join(f"j{d}" for d in range(info.ndim - 1))
+    lines += [
+        f"{pad}if {' or '.join(f'j{d} < 0' for d in middle)}:",
+        f"{pad}    block[{cell}] = _sp_np.{in_dtype.name}(cval)",
+        f"{pad}else:",
+        f"{pad}    block[{cell}] = frame[{source}]",
+        "    return block",
+    ]
+    return "\n".join(lines)
 
-    Where the row is inside along the other axes (``inside``), its border points run the
-    interior function on patches (:func:`_patch_run`) when ``_sp_patch`` (the mode
-    allows it: not a ``cval`` the input's dtype cannot hold).
+
+def _last_axis_runs(pad: str, info: KernelInfo, border: str, interior: str) -> list[str]:
+    """The border / interior / border runs of one row along the last axis, inside along
+    the other axes (in ``_sp_r_<array>`` around ``_sp_k0, ...``).
+
+    Its border points run the interior function on patches (:func:`_patch_run`) when
+    ``_sp_patch`` (the mode allows it: not a ``cval`` the input's dtype cannot hold).
     """
     last = info.ndim - 1
     i, n = f"_sp_i{last}", f"_sp_n{last}"
@@ -89,15 +118,7 @@ def _last_axis_runs(
             "    else:",
             *["    " + line for line in runs],
         ]
-    runs = [pad + line for line in runs]
-    if inside == "True":
-        return [line[4:] for line in runs]
-    return [
-        f"{pad}if {inside}:",
-        *runs,
-        f"{pad}else:",
-        *[pad + line for line in run("0", n, border)],
-    ]
+    return [pad + line[4:] for line in runs]
 
 
 def _patch_run(info: KernelInfo, target: str, side: str) -> list[str]:
@@ -124,12 +145,9 @@ def _patch_run(info: KernelInfo, target: str, side: str) -> list[str]:
         indent = "        "
         lines.append(f"    if {column} >= 0:")  # else the patch keeps cval (constant)
         for cell in itertools.product(*(range(sum(h) + 1) for h in info.halo[:last])):
-            rows = [
-                f"{'_sp_c0' if d == 0 else f'_sp_i{d}'} + {q - info.halo[d][0]}"
-                for d, q in enumerate(cell)
-            ]
+            rows = [f"_sp_k{d} + {q - info.halo[d][0]}" for d, q in enumerate(cell)]
             for a in info.array_params:
-                read = f"_sp_f_{a}[{', '.join([*rows, column])}]"
+                read = f"_sp_r_{a}[{', '.join([*rows, column])}]"
                 lines.append(f"{indent}_sp_p{side}_{a}[{', '.join(map(str, [*cell, k]))}] = {read}")
     centres = [str(b) for b, _ in info.halo[:last]]
     patches = [f"_sp_p{side}_{a}" for a in info.array_params]
@@ -195,12 +213,13 @@ def _patch_setup(info: KernelInfo, in_dtypes: tuple[np.dtype, ...]) -> list[str]
 def _loop_nest(info: KernelInfo, in_dtypes: tuple[np.dtype, ...]) -> str:
     """``apply``: the loops over the rows ``[start, stop)`` and along each row.
 
-    A row whose neighbourhood leaves the array along the first core axis reads the
-    planes it needs, folded (or ``cval``), copied into a small array: its points
-    then take the fast paths of an inside row (a 3-D kernel on a frame of 6 planes,
-    as a Dask chunk with its halo is, had a third of its points on the folding path).
-    Under constant with a ``cval`` the input's dtype cannot hold (not ``_sp_fits``),
-    such a row folds every read instead. ``_sp_mode`` is the mode's code
+    A row whose neighbourhood leaves the array along an axis but the last reads the rows
+    it needs, folded (or ``cval``), copied into a small array (along the first axis the
+    planes, ``_sp_rows``; along the middle axes the rows, ``_sp_block``): its points then
+    take the fast paths of an inside row (a 3-D kernel on a frame of 6 planes, as a Dask
+    chunk with its halo is, had a third of its points on the folding path). Under
+    constant with a ``cval`` the input's dtype cannot hold (not ``_sp_fits``), such a row
+    folds every read instead. ``_sp_mode`` is the mode's code
     (:data:`.boundary.MODE_CODES`).
     """
     arrays = list(info.array_params)
@@ -209,14 +228,13 @@ def _loop_nest(info: KernelInfo, in_dtypes: tuple[np.dtype, ...]) -> str:
     ndim = info.ndim
     centre = index_names(ndim)
     frames = [f"_sp_f_{a}" for a in arrays]
+    reads = [f"_sp_r_{a}" for a in arrays]
+    kept = [*index_names(ndim - 1, "_sp_k"), centre[-1]]  # the centre, in _sp_r_<array>
 
-    def calls(first: str) -> tuple[str, str]:
-        points = [first, *centre[1:]]
-        return (
-            f"_sp_border({', '.join([*frames, *scalars, *cvals, '_sp_mode', *points])})",
-            f"_sp_interior({', '.join(frames + scalars + points)})",
-        )
+    def border(sources: list[str], points: list[str]) -> str:
+        return f"_sp_border({', '.join([*sources, *scalars, *cvals, '_sp_mode', *points])})"
 
+    interior = f"_sp_interior({', '.join(reads + scalars + kept)})"
     params = [*arrays, "out", *scalars, *cvals, "_sp_mode", "_sp_start", "_sp_stop"]
     lines = [
         "@_sp_numba.njit(nogil=True, cache=_SP_CACHE)",
@@ -224,6 +242,7 @@ def _loop_nest(info: KernelInfo, in_dtypes: tuple[np.dtype, ...]) -> str:
         "    _sp_batch = out.shape[0]",
         "    _sp_fits = "
         + " and ".join(f"_sp_np.{d.name}({c}) == {c}" for d, c in zip(in_dtypes, cvals)),
+        "    _sp_folds = _sp_mode == _SP_CONSTANT and not _sp_fits",
     ]
     for d, (before, after) in enumerate(info.halo):
         lines += [
@@ -234,11 +253,18 @@ def _loop_nest(info: KernelInfo, in_dtypes: tuple[np.dtype, ...]) -> str:
         lines += _patch_setup(info, in_dtypes)
     if ndim == 1:
         lines.append("    for _sp_b in range(_sp_start, _sp_stop):")
-        lines += [f"        {f} = {a}[_sp_b]" for f, a in zip(frames, arrays)]
+        lines += [f"        {r} = {a}[_sp_b]" for r, a in zip(reads, arrays)]
         lines.append("        _sp_o = out[_sp_b]")
-        border, interior = calls("_sp_i0")
-        return "\n".join(lines + _last_axis_runs(" " * 8, info, "True", border, interior)) + "\n"
-    before0, after0 = info.halo[0]
+        runs = _last_axis_runs(" " * 8, info, border(reads, kept), interior)
+        return "\n".join(lines + runs) + "\n"
+    counts = [before + after + 1 for before, after in info.halo[:-1]]
+    if ndim > 2:
+        lines += [
+            f"    _sp_blk_{a} = _sp_np.empty(({', '.join(map(str, counts))}, {a}.shape[-1]), "
+            f"_sp_np.{d.name})"
+            for a, d in zip(arrays, in_dtypes)
+        ]
+    before0 = info.halo[0][0]
     lines += [
         "    for _sp_t in range(_sp_start, _sp_stop):",
         "        _sp_b = _sp_t // _sp_n0",
@@ -248,28 +274,42 @@ def _loop_nest(info: KernelInfo, in_dtypes: tuple[np.dtype, ...]) -> str:
     lines += [f"{pad}{f} = {a}[_sp_b]" for f, a in zip(frames, arrays)]
     lines += [f"{pad}_sp_o = out[_sp_b]", f"{pad}_sp_c0 = _sp_i0"]
     lines.append(f"{pad}if not (_sp_i0 >= {before0} and _sp_i0 < _sp_hi0):")
-    slow = [f"{pad}    if _sp_mode == _SP_CONSTANT and not _sp_fits:"]
     inner = pad + "        "
+    slow = [f"{pad}    if _sp_folds:"]
     for d in range(1, ndim):
         slow.append(f"{inner}for _sp_i{d} in range(_sp_n{d}):")
         inner += "    "
-    slow.append(f"{inner}_sp_o[{', '.join(centre)}] = _sp_store({calls('_sp_i0')[0]})")
+    slow.append(f"{inner}_sp_o[{', '.join(centre)}] = _sp_store({border(frames, centre)})")
     lines += slow + [f"{pad}        continue"]
-    count = before0 + after0 + 1
     lines += [
-        f"{pad}    {f} = _sp_rows_{a}({f}, _sp_i0 - {before0}, {count}, {c}, _sp_mode)"
+        f"{pad}    {f} = _sp_rows_{a}({f}, _sp_i0 - {before0}, {counts[0]}, {c}, _sp_mode)"
         for f, a, c in zip(frames, arrays, cvals)
     ]
     lines.append(f"{pad}    _sp_c0 = {before0}")
-    inside = "True"
+    inside = []
     for d in range(1, ndim - 1):
         lines.append(f"{pad}for _sp_i{d} in range(_sp_n{d}):")
         pad += "    "
-        condition = f"_sp_i{d} >= {info.halo[d][0]} and _sp_i{d} < _sp_hi{d}"
-        lines.append(f"{pad}_sp_in{d} = {condition if d == 1 else f'{inside} and {condition}'}")
-        inside = f"_sp_in{d}"
-    border, interior = calls("_sp_c0")
-    lines += _last_axis_runs(pad, info, inside, border, interior)
+        inside.append(f"_sp_i{d} >= {info.halo[d][0]} and _sp_i{d} < _sp_hi{d}")
+    at_rows = ["_sp_c0", *centre[1:-1]]
+    lines += [f"{pad}{r} = {f}" for r, f in zip(reads, frames)]
+    lines += [f"{pad}{k} = {c}" for k, c in zip(kept, at_rows)]
+    if inside:
+        blocks = [
+            f"{r} = _sp_block_{a}({f}, {', '.join(at_rows)}, _sp_blk_{a}, {c}, _sp_mode)"
+            for r, a, f, c in zip(reads, arrays, frames, cvals)
+        ]
+        in_block = [f"{k} = {before}" for k, (before, _) in zip(kept[:-1], info.halo)]
+        lines += [
+            f"{pad}if not ({' and '.join(inside)}):",
+            f"{pad}    if _sp_folds:",
+            f"{pad}        for {centre[-1]} in range(_sp_n{ndim - 1}):",
+            f"{pad}            _sp_o[{', '.join(centre)}] = "
+            f"_sp_store({border(frames, ['_sp_c0', *centre[1:]])})",
+            f"{pad}        continue",
+            *[f"{pad}    {line}" for line in blocks + in_block],
+        ]
+    lines += _last_axis_runs(pad, info, border(reads, kept), interior)
     return "\n".join(lines) + "\n"
 
 
@@ -297,6 +337,8 @@ def cpu_module_source(
     driver = _loop_nest(info, in_dtypes)
     if info.ndim > 1:
         rows = [_rows_function(a, d) for a, d in zip(info.array_params, in_dtypes)]
+        if info.ndim > 2:
+            rows += [_block_function(a, info, d) for a, d in zip(info.array_params, in_dtypes)]
         driver = "\n\n".join([*rows, driver])
     return assemble_module(
         _HEADER.format(cache=cache), driver, info, env, in_dtypes, out_dtype, prelude
