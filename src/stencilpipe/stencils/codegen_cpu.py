@@ -77,9 +77,8 @@ def _block_function(array: str, info: KernelInfo, in_dtype: np.dtype) -> str:
         lines.append(f"{pad}for q{d} in range({before + after + 1}):")
         pad += "    "
         first = f"c{d} - {before} + q{d}"
-        lines.append(
-            f"{pad}j{d} = {first}" if d == 0 else f"{pad}j{d} = _sp_fold({first}, frame.shape[{d}], mode)"
-        )
+        folded = first if d == 0 else f"_sp_fold({first}, frame.shape[{d}], mode)"
+        lines.append(f"{pad}j{d} = {folded}")
     cell = ", ".join(f"q{d}" for d in range(info.ndim - 1))
     source = ", ".join(f"j{d}" for d in range(info.ndim - 1))
     lines += [
