@@ -146,7 +146,7 @@ CHAINS_SCRIPT = textwrap.dedent(
     with dask.config.set(scheduler="threads", num_workers=8):
         results = dask.compute(*[chain(lazy) for chain in chains])
     np.save(sys.argv[1], np.stack(results))
-    stats = [k.apply.stats for f in filters for key, k in f._compiled.items() if len(key) == 4]
+    stats = [k.apply.stats for f in filters for k in f._compiled.kernels.values()]
     print(sum(sum(s.cache_misses.values()) for s in stats), sum(sum(s.cache_hits.values()) for s in stats))
     """
 )

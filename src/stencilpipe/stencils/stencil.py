@@ -16,6 +16,7 @@ import linecache
 import re
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
@@ -43,6 +44,16 @@ if TYPE_CHECKING:
 __all__ = ["CompiledKernel", "Stencil", "stencil"]
 
 _CORE_DIM_NAMES = "nmklpqrstuvw"
+
+
+@dataclass
+class _Specialisations:
+    """What a stencil compiled, shared with its copies (:meth:`Stencil.with_options`)."""
+
+    #: (target, in_dtypes, out_dtype): the generated module and its line map.
+    modules: dict[tuple, tuple[Any, dict]] = field(default_factory=dict)
+    #: (target, in_dtypes, out_dtype, mode): the kernel of that module under that mode.
+    kernels: dict[tuple, CompiledKernel] = field(default_factory=dict)
 
 
 class Stencil:
@@ -86,7 +97,7 @@ class Stencil:
         dtype: Any = None,
         neighborhood: tuple[tuple[int, int], ...] | None = None,
         _info: KernelInfo | None = None,
-        _compiled: dict | None = None,
+        _compiled: _Specialisations | None = None,
         _passes: dict[Any, tuple[PassKernel, ...]] | None = None,
     ):
         self.func = func
@@ -95,8 +106,7 @@ class Stencil:
         self.boundary = validate_mode(boundary)
         self.cval = cval
         self.dtype = None if dtype is None else check_dtype(dtype, f"dtype= of {self.info.name!r}")
-        # (target, in_dtypes, out_dtype): the module and line map; with the mode: its kernel.
-        self._compiled: dict[tuple, Any] = {} if _compiled is None else _compiled
+        self._compiled = _Specialisations() if _compiled is None else _compiled
         self.passes = _passes
         self._recipe: tuple | None = None
         functools.update_wrapper(self, func, updated=())
@@ -224,7 +234,7 @@ class Stencil:
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state["_compiled"] = {}
+        state["_compiled"] = _Specialisations()
         return state
 
     # -- calling -----------------------------------------------------------------------------
@@ -349,19 +359,20 @@ class Stencil:
             (imported only when asked for).
         """
         key = (target, in_dtypes, out_dtype, mode)
-        kernel = self._compiled.get(key)
+        kernels = self._compiled.kernels
+        kernel = kernels.get(key)
         if kernel is None:
             with compile_lock:  # generated once, however many threads ask at once
-                kernel = self._compiled.get(key)
+                kernel = kernels.get(key)
                 if kernel is None:
-                    module, lines = self._compiled.get(key[:3]) or self._generate(*key[:3])
+                    module, lines = self._compiled.modules.get(key[:3]) or self._generate(*key[:3])
                     kernel = CompiledKernel(self, module, lines, in_dtypes, MODE_CODES[mode])
-                    self._compiled[key] = kernel
+                    kernels[key] = kernel
         return kernel
 
     def _generate(self, target: str, in_dtypes: tuple, out_dtype: np.dtype) -> tuple[Any, dict]:
         """Generate and load the module of one specialisation, which serves every boundary
-        mode (``compile_lock`` held): the module and its line map, kept in ``_compiled``."""
+        mode (``compile_lock`` held): the module and its line map, kept for the other modes."""
         if target == "cuda":
             from .codegen_cuda import cuda_module_source as module_source
         else:
@@ -370,7 +381,7 @@ class Stencil:
         prelude, injected = resolve_free_names(self.info, env)
         generated = module_source(self.info, env, in_dtypes, out_dtype, prelude, cache=not injected)
         module = load_module(f"{self.name}_{target}", generated.source, injected)
-        self._compiled[target, in_dtypes, out_dtype] = module, generated.line_map
+        self._compiled.modules[target, in_dtypes, out_dtype] = module, generated.line_map
         return module, generated.line_map
 
     def pass_kernels(
