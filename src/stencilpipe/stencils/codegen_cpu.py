@@ -95,7 +95,7 @@ def _last_axis_runs(pad: str, info: KernelInfo, border: str, interior: str) -> l
     """The border / interior / border runs of one row along the last axis, inside along
     the other axes (in ``_sp_r_<array>`` around ``_sp_k0, ...``).
 
-    Its border points run the interior function on patches (:func:`_patch_run`) when
+    Its border points run the interior function on patches (:func:`_patch_runs`) when
     ``_sp_patch`` (the mode allows it: not a ``cval`` the input's dtype cannot hold).
     """
     last = info.ndim - 1
@@ -108,57 +108,66 @@ def _last_axis_runs(pad: str, info: KernelInfo, border: str, interior: str) -> l
         return [f"    for {i} in range({first}, {stop}):", f"        {target} = _sp_store({value})"]
 
     middle = run(str(before), f"_sp_hi{last}", interior)
-    runs = run(*ends[0], border) + middle + run(*ends[1], border)
-    if _patched(info):
-        patched = _patch_run(info, target, "l") + middle + _patch_run(info, target, "r")
-        runs = [
-            "    if _sp_patch:",
-            *["    " + line for line in patched],
-            "    else:",
-            *["    " + line for line in runs],
-        ]
+    folded = run(*ends[0], border) + run(*ends[1], border)
+    if not _patched(info):
+        return [pad + line[4:] for line in folded[:2] + middle + folded[2:]]
+    runs = middle + [
+        "    if _sp_patch:",
+        *["        " + line for line in _patch_runs(info, target)],
+        "    else:",
+        *["    " + line for line in folded],
+    ]
     return [pad + line[4:] for line in runs]
 
 
-def _patch_run(info: KernelInfo, target: str, side: str) -> list[str]:
-    """The border points at one end (``side``: 'l' or 'r') of an inside row, on patches.
+def _patch_runs(info: KernelInfo, target: str) -> list[str]:
+    """The border points at both ends of an inside row, on patches.
 
     Through ``_sp_border`` a border point costs as much as hundreds of interior points
     (a folded, non-inlined load per read: 40 ns per row of a 3-wide uint8 mean pass, a
-    third of its time). Instead the values the points at that end read are copied into
-    a small array per input, the patch, through last-axis indices folded once per call
-    (``_sp_fl<k>``/``_sp_fr<k>``; -1: the column keeps the ``cval`` the patch was filled
-    with), and the interior function runs on the patches: the same reads, so the same
-    values. The copies are written out one by one (as a loop LLVM vectorised them into
-    gathers, slower for a few elements), under one test per column: a test per element
-    sent Numba's SSA pass into a recursion error on a 13x13 kernel.
+    third of its time). Instead the values the points at each end read are copied into
+    a small array per input, the patch (slot 0: the left end, 1: the right end), through
+    last-axis indices folded once per call (``_sp_fl<k>``/``_sp_fr<k>``; -1: the column
+    keeps the ``cval`` the patch was filled with), and the interior function runs on the
+    patches: the same reads, so the same values. The copies are written out one by one
+    (as a loop LLVM vectorised them into gathers, slower for a few elements), under one
+    test per column: a test per element sent Numba's SSA pass into a recursion error on
+    a 13x13 kernel. Both ends share one call of the interior function: each inlined copy
+    of the kernel costs Numba's type inference about as much as the rest of the loop nest.
     """
     last = info.ndim - 1
     before, after = info.halo[last]
-    if (before, after)[side == "r"] == 0:
-        return []
     i, n = f"_sp_i{last}", f"_sp_n{last}"
     lines = []
-    for k in range(_patch_width(info, side)):
-        column = f"_sp_f{side}{k}"
-        indent = "        "
-        lines.append(f"    if {column} >= 0:")  # else the patch keeps cval (constant)
-        for cell in itertools.product(*(range(sum(h) + 1) for h in info.halo[:last])):
-            rows = [f"_sp_k{d} + {q - info.halo[d][0]}" for d, q in enumerate(cell)]
-            for a in info.array_params:
-                read = f"_sp_r_{a}[{', '.join([*rows, column])}]"
-                lines.append(f"{indent}_sp_p{side}_{a}[{', '.join(map(str, [*cell, k]))}] = {read}")
+    for slot, side in enumerate("lr"):
+        if (before, after)[slot] == 0:
+            continue
+        for k in range(_patch_width(info, side)):
+            column = f"_sp_f{side}{k}"
+            lines.append(f"if {column} >= 0:")  # else the patch keeps cval (constant)
+            for cell in itertools.product(*(range(sum(h) + 1) for h in info.halo[:last])):
+                rows = [f"_sp_k{d} + {q - info.halo[d][0]}" for d, q in enumerate(cell)]
+                for a in info.array_params:
+                    read = f"_sp_r_{a}[{', '.join([*rows, column])}]"
+                    written = ", ".join(map(str, [slot, *cell, k]))
+                    lines.append(f"    _sp_p_{a}[{written}] = {read}")
     centres = [str(b) for b, _ in info.halo[:last]]
-    patches = [f"_sp_p{side}_{a}" for a in info.array_params]
-    call = ", ".join([*patches, *info.scalar_params, *centres, f"_sp_m + {before}"])
+    patches = [f"_sp_p_{a}[_sp_s]" for a in info.array_params]
+    call = ", ".join([*patches, *info.scalar_params, *centres, "_sp_c"])
     # A literal trip count: LLVM unrolls the loop, where a computed one (at most the halo)
     # was vectorised with 64-bit index lanes it never needs.
-    first = "0" if side == "l" else f"_sp_hi{last}"
-    return lines + [
-        f"    for _sp_m in range({(before, after)[side == 'r']}):",
-        f"        {i} = {first} + _sp_m",
-        f"        if {i} >= {n}:",
-        "            break",
+    return [
+        *lines,
+        f"for _sp_m in range({before + after}):",
+        f"    if _sp_m < {before}:",
+        "        _sp_s = 0",
+        f"        {i} = _sp_m",
+        f"        _sp_c = _sp_m + {before}",
+        "    else:",
+        "        _sp_s = 1",
+        f"        {i} = _sp_hi{last} + _sp_m - {before}",
+        "        _sp_c = _sp_m",
+        f"    if {i} < {n}:",
         f"        {target} = _sp_store(_sp_interior({call}))",
     ]
 
@@ -168,7 +177,7 @@ PATCH_ELEMENTS = 256
 
 
 def _patched(info: KernelInfo) -> bool:
-    """Whether the border points along the last axis run on patches (see :func:`_patch_run`)."""
+    """Whether the border points along the last axis run on patches (see :func:`_patch_runs`)."""
     cells = math.prod(sum(h) + 1 for h in info.halo[:-1])
     widest = max(_patch_width(info, "l"), _patch_width(info, "r"))
     return any(info.halo[-1]) and cells * widest <= PATCH_ELEMENTS
@@ -182,7 +191,7 @@ def _patch_width(info: KernelInfo, side: str) -> int:
 
 def _patch_setup(info: KernelInfo, in_dtypes: tuple[np.dtype, ...]) -> list[str]:
     """Per call: ``_sp_patch``, the folded last-axis indices and the patches of
-    :func:`_patch_run` (allocated once per call, refilled per row)."""
+    :func:`_patch_runs` (allocated once per call, refilled per row)."""
     last = info.ndim - 1
     before, after = info.halo[last]
     n = f"_sp_n{last}"
@@ -200,12 +209,12 @@ def _patch_setup(info: KernelInfo, in_dtypes: tuple[np.dtype, ...]) -> list[str]
         lines += [
             f"    _sp_f{side}{k} = _sp_fold({origin} + {k}, {n}, _sp_mode)" for k in range(width)
         ]
-        shape = ", ".join(str(c) for c in [*counts, width]) + ("," if not counts else "")
-        for a, d in zip(arrays, in_dtypes):
-            lines += [
-                f"    _sp_p{side}_{a} = _sp_np.empty(({shape}), _sp_np.{d.name})",
-                f"    _sp_p{side}_{a}.fill(_sp_cp_{a})",
-            ]
+    shape = ", ".join(str(c) for c in [2, *counts, max(_patch_width(info, s) for s in "lr")])
+    for a, d in zip(arrays, in_dtypes):
+        lines += [
+            f"    _sp_p_{a} = _sp_np.empty(({shape}), _sp_np.{d.name})",
+            f"    _sp_p_{a}.fill(_sp_cp_{a})",
+        ]
     return lines
 
 
