@@ -13,6 +13,7 @@ import contextlib
 import functools
 import hashlib
 import linecache
+import pickle
 import re
 import sys
 from collections.abc import Callable, Iterator
@@ -200,12 +201,23 @@ class Stencil:
             ``boundary``, ``cval``, ``dtype``, ``neighborhood`` as for :func:`stencil`.
         """
         namespace = dict(namespace or {})
-        filename = f"<{module} {name} {hashlib.sha256(source.encode()).hexdigest()[:12]}>"
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-        scope = {"np": np, "__name__": module, **namespace}
+        digest = hashlib.sha256(source.encode()).hexdigest()
+        neighborhood = options.get("neighborhood")
+        key = (name, digest, module, neighborhood, _namespace_key(namespace))
         with compile_lock:  # compile() and the analysis share CPython's unsafe ast state
-            exec(compile(source, filename, "exec"), scope)
-            made = cls(scope[name], **options)
+            generated = _generated.get(key)
+            if generated is None:
+                filename = f"<{module} {name} {digest[:12]}>"
+                linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+                scope = {"np": np, "__name__": module, **namespace}
+                exec(compile(source, filename, "exec"), scope)
+                made = cls(scope[name], **options)
+                _generated[key] = made.func, made.info, made._compiled
+                if len(_generated) > _GENERATED_KEPT:
+                    del _generated[next(iter(_generated))]
+            else:
+                func, info, compiled = generated
+                made = cls(func, _info=info, _compiled=compiled, **options)
         made._recipe = (name, source, namespace, module)
         return made
 
@@ -486,6 +498,22 @@ def _with_passes(made: Stencil, passes: dict | None) -> Stencil:
 #: Stencils are immutable once made, so copies with the same recipe share one.
 _unpickled: dict[str, Stencil] = {}
 _UNPICKLED_KEPT = 256
+
+#: What :meth:`Stencil.from_source` made of a source before (its function, analysis and
+#: compiled code), so that a filter made again, as ``library.mean(3)(frame)`` in a loop
+#: does, costs no new module: generating and loading one took 15-50 ms per call.
+_generated: dict[tuple, tuple[Callable, KernelInfo, _Specialisations]] = {}
+_GENERATED_KEPT = 256
+
+
+def _namespace_key(namespace: dict[str, Any]) -> tuple:
+    """A generated kernel's globals as a key: constants by value, callables (a user's
+    function in ``generic_filter``) by identity, since a function defined again under its
+    name is another function. The key's stencil holds them, so no identity is reused."""
+    return tuple(
+        (name, id(value) if callable(value) else pickle.dumps(value))
+        for name, value in sorted(namespace.items())
+    )
 
 
 def _shared(make: Callable[..., Stencil], *args: Any) -> Stencil:
