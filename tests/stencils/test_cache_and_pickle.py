@@ -8,8 +8,8 @@ import textwrap
 import cloudpickle
 import numpy as np
 import pytest
-from scipy import ndimage as ndi
 from kernels import smooth
+from scipy import ndimage as ndi
 
 import stencilpipe as sp
 from stencilpipe import ndfilters
