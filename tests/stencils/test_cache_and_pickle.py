@@ -79,6 +79,46 @@ def test_a_fresh_process_loads_the_compiled_kernel_from_disk(tmp_path):
     assert list(tmp_path.glob("kernels/*.py")) and list(tmp_path.glob("kernels/__pycache__/*.nbc"))
 
 
+GENERIC_SCRIPT = """
+import importlib, sys
+import numpy as np
+from scipy import ndimage as ndi
+import stencilpipe.ndfilters as ndf
+
+def spread(values):
+    return values.max() - values.min()
+
+function = {"np.std": np.std, "spread": spread}[sys.argv[1]]
+x = np.random.default_rng(0).random((9, 10))
+got = ndf.generic_filter(x, function, size=3)
+assert np.allclose(got, ndi.generic_filter(x, function, size=3), rtol=1e-12)
+made = importlib.import_module("stencilpipe.stencils.stencil")._generated.values()
+stats = [k.apply.stats for _, _, compiled in made for k in compiled.kernels.values()]
+print(sum(sum(s.cache_hits.values()) for s in stats), sum(sum(s.cache_misses.values()) for s in stats))
+"""
+
+
+@pytest.mark.parametrize(
+    "function, loads", [("np.std", ["1", "0"]), ("spread", ["0", "1"])], ids=["numpy", "user"]
+)
+def test_generic_filter_kernels_calling_numpy_are_cached_on_disk(tmp_path, function, loads):
+    """A kernel calling one of NumPy's functions is loaded by the next process; one calling
+    a user's function is compiled again (it may have changed), and gives its own values."""
+    env = {"STENCILPIPE_CACHE_DIR": str(tmp_path), "PATH": ""}
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", GENERIC_SCRIPT, function],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        for _ in range(2)
+    ]
+    first, second = (run.stdout.split() for run in runs)
+    assert (first, second) == (["0", "1"], loads)
+
+
 def test_stencils_pickle_without_compiled_code_and_compute_the_same():
     x = np.random.default_rng(0).integers(0, 255, (12, 13), dtype=np.uint8)
     gaussian = sp.library.gaussian(1.0)

@@ -7,7 +7,8 @@ kernel fills a buffer with the values in the footprint's C order and stores the
 returned double as scipy does. It reads the input as float64, padded by the
 footprint's reach with the mode (``cval`` as a double), so that one kernel per
 function and footprint serves every mode and input dtype: each compile of a
-kernel calling a user's function takes seconds, and none is cached on disk.
+kernel calling a user's function takes seconds, and is not cached on disk; a kernel
+calling one of NumPy's functions (``np.max``, ``np.std``) is.
 """
 
 from __future__ import annotations

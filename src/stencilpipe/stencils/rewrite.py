@@ -374,6 +374,11 @@ def _literal(value: Any) -> str | None:
         and value.size <= _MAX_INLINE_ARRAY
     ):
         return f"_sp_np.array({value.tolist()!r}, dtype=_sp_np.{value.dtype.name})"
+    # NumPy's own functions (np.max, np.std: generic_filter's usual functions) by name, so
+    # that a module calling one is cached on disk like any other.
+    name = getattr(value, "__name__", None)
+    if isinstance(name, str) and getattr(np, name, None) is value:
+        return f"_sp_np.{name}"
     return None
 
 
@@ -385,8 +390,8 @@ def resolve_free_names(info: KernelInfo, env: dict[str, Any]) -> tuple[str, dict
     prelude : str
         Source lines defining each name that can be written as source.
     injected : dict
-        Objects that cannot (large arrays, functions): they must be placed in
-        the module's namespace, and the module cannot be cached on disk.
+        Objects that cannot (large arrays, functions but NumPy's): they must be placed
+        in the module's namespace, and the module cannot be cached on disk.
     """
     lines: list[str] = []
     injected: dict[str, Any] = {}
