@@ -31,7 +31,14 @@ import numpy as np
 from .stencils import Stencil
 from .stencils.gauss_int import INPUTS as FLOAT32_GAUSSIAN_INPUTS
 from .stencils.gauss_int import GaussianPass
-from .stencils.windows import BOX_ROWS_UP_TO, BoxExtremum, BoxMean, ExtremumPass, RankWindow
+from .stencils.windows import (
+    BOX_ROWS_UP_TO,
+    BoxExtremum,
+    BoxMean,
+    BoxMedian3,
+    ExtremumPass,
+    RankWindow,
+)
 
 __all__ = ["mean", "gaussian", "sobel", "laplace", "minimum", "maximum", "median", "FILTERS"]
 
@@ -550,7 +557,8 @@ def median(size: int | Sequence[int] = 3, *, ndim: int = 2, **options: Any) -> S
 
     The kernel is a selection network: only the compare-exchanges (``min``/``max``)
     of a Batcher sorting network that the median depends on, on values held in
-    local variables, so it needs no memory and vectorises.
+    local variables, so it needs no memory and vectorises. On the CPU a 3x3 median runs
+    :class:`~stencilpipe.stencils.windows.BoxMedian3` instead (each column sorted once).
     """
     window = _window(size, ndim)
     offsets = list(itertools.product(*(range(first, last + 1) for first, last in window)))
@@ -563,7 +571,10 @@ def median(size: int | Sequence[int] = 3, *, ndim: int = 2, **options: Any) -> S
         for a, b in _selection_network(len(offsets), rank)
     ]
     source = "def median(x):\n" + "\n".join(lines) + f"\n    return v{rank}\n"
-    return _from_source("median", source, {}, **options)
+    made = _from_source("median", source, {}, **options)
+    if window == [(-1, 1), (-1, 1)]:  # the network runs on the GPU
+        made.passes = {"cpu": (BoxMedian3(),)}
+    return made
 
 
 def _big_median(window: list[tuple[int, int]], rank: int, options: dict) -> Stencil:

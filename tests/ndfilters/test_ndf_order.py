@@ -10,6 +10,7 @@ import scipy.ndimage as ndi
 from ndf_oracle import ALIASES, DTYPES, MODES, assert_dask_same, assert_same, sample
 
 import stencilpipe.ndfilters as ndf
+from stencilpipe.ndfilters import _kernels
 
 CROSS = np.array([[0, 1, 0], [1, 1, 1], [0, 1, 0]], bool)
 CORNERS = np.array([[1, 0, 1], [0, 1, 0], [1, 0, 1]], bool)
@@ -230,3 +231,34 @@ def test_wrap_windows_on_dask():
         assert_dask_same(ndf.median_filter, x, expected, mode="wrap", **kwargs)
     expected = ndi.maximum_filter(x, size=(9, 5), mode="wrap")
     assert_dask_same(ndf.maximum_filter, x, expected, size=(9, 5), mode="wrap")
+
+
+@pytest.mark.parametrize("mode", MODES + ALIASES)
+@pytest.mark.parametrize("dtype", ["bool", *DTYPES])
+def test_a_3x3_median_of_frames_sorts_each_column_once(mode, dtype, monkeypatch):
+    """A 3x3 median over 2-D frames runs the library's column-sorting pass on the CPU
+    (``window_kernels.median_box3``) for every dtype but bool (read as uint8) and mode,
+    a cval the dtype holds or not (scipy reads it as a double), chunked or not."""
+    from stencilpipe.ndfilters import _order
+
+    made = []
+    monkeypatch.setattr(
+        _order, "median_3x3_kernel", lambda store: made.append(store) or real(store)
+    )
+    real = _kernels.median_3x3_kernel
+    x = sample(dtype)
+    for cval in (1, 2.5):
+        for kwargs in ({"size": 3}, {"footprint": np.ones((3, 3), bool)}):
+            got, want = both("median_filter", x, mode=mode, cval=cval, **kwargs)
+            assert_same(got, want)
+    assert_dask_same(ndf.median_filter, x, ndi.median_filter(x, 3, mode=mode), size=3, mode=mode)
+    assert bool(made) == (dtype != "bool"), made
+
+
+@pytest.mark.parametrize("name, args", [("median_filter", ()), ("rank_filter", (2,))])
+def test_rank_filters_of_bools_take_a_cval(name, args):
+    """A bool input's cval reaches the kernel as a bool (it was refused: not a number)."""
+    x = sample("bool")
+    for cval in (0, 1, True):
+        got, want = both(name, x, *args, size=3, mode="constant", cval=cval)
+        assert_same(got, want)

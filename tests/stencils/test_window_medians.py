@@ -158,3 +158,29 @@ def test_big_16_bit_medians_equal_scipy(dtype, mode):
         want = per_frame(ndi.median_filter, volume, size=(3, 5, 13), mode=mode, cval=7)
         got = sp.library.median((3, 5, 13), ndim=3, boundary=mode, cval=7)(volume)
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    "dtype", [np.uint8, np.int8, np.uint16, np.int32, np.int64, np.float32, np.float64]
+)
+@pytest.mark.parametrize("mode", MODES)
+def test_a_3x3_median_sorts_each_column_once_and_equals_scipy(dtype, mode):
+    """The CPU's 3x3 median (``window_kernels.median_box3``): frames from one pixel to
+    several rows per thread, a stack, cval inside the dtype's range; on the first call
+    and with rows split across threads; a chunked Dask stack too."""
+    rng = np.random.default_rng(5)
+    median = sp.library.median(3, boundary=mode, cval=7)
+    for shape in [(1, 1), (1, 4), (2, 2), (3, 1), (5, 9), (3, 64, 70)]:
+        x = rng.integers(-100 if np.dtype(dtype).kind != "u" else 0, 100, shape).astype(dtype)
+        want = ndi.median_filter(x, (1,) * (x.ndim - 2) + (3, 3), mode=mode, cval=7)
+        for got in twice(median, x):
+            np.testing.assert_array_equal(got, want, err_msg=f"{shape}")
+    assert not median._compiled.kernels, "the per-point network was compiled on the CPU"
+    lazy = da.from_array(x, chunks=(2, 20, 30))
+    np.testing.assert_array_equal(median(lazy).compute(), want)
+
+
+def test_a_3x3_median_of_8_bit_frames_equals_opencv():
+    x = frames(np.uint8, (300, 257))
+    median = sp.library.median(3, boundary="nearest")
+    np.testing.assert_array_equal(median(x), cv2.medianBlur(x, 3))

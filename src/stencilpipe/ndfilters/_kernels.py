@@ -17,7 +17,14 @@ import numpy as np
 
 from ..library import _big_median, _extremum_kind, _from_source, _selection_network
 from ..stencils import Stencil
-from ..stencils.windows import MEAN_STORES, BoxExtremum, ExtremumPass, MeanPass, RankWindow
+from ..stencils.windows import (
+    MEAN_STORES,
+    BoxExtremum,
+    BoxMedian3,
+    ExtremumPass,
+    MeanPass,
+    RankWindow,
+)
 from ._casting import store_lines
 
 __all__ = [
@@ -204,6 +211,20 @@ def window_rank_kernel(offsets: tuple[Offset, ...], rank: int, store: np.dtype) 
         points = tuple(int(p) for p in np.ravel_multi_index(tuple((places - first).T), shape))
     reach = tuple((-f, la) for f, la in window)
     made.passes = {"cpu": (RankWindow(reach, rank, points),)}
+    return made
+
+
+#: The offsets of a 3x3 box, in the C order of its footprint.
+BOX_3X3 = tuple((i, j) for i in (-1, 0, 1) for j in (-1, 0, 1))
+
+
+@functools.lru_cache(maxsize=16)
+def median_3x3_kernel(store: np.dtype) -> Stencil:
+    """The median of a 3x3 box for an input of dtype ``store``: the CPU runs
+    :class:`stencilpipe.stencils.windows.BoxMedian3` (each column sorted once), the GPU
+    :func:`rank_kernel`'s selection network."""
+    made = rank_kernel.__wrapped__(BOX_3X3, 4, store, False)
+    made.passes = {"cpu": (BoxMedian3(),)}
     return made
 
 

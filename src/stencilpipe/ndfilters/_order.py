@@ -32,8 +32,10 @@ from ._apply import (
 )
 from ._correlate import axis_index, window_origin
 from ._kernels import (
+    BOX_3X3,
     Offset,
     box_extremum_kernel,
+    median_3x3_kernel,
     rank_kernel,
     window_extremum_kernel,
     window_rank_kernel,
@@ -88,6 +90,8 @@ def _rank_pass(
         def build_nd(dtype: np.dtype) -> Any:
             if window and dtype == store:
                 return window_rank_kernel(offsets, rank, store)
+            if offsets == BOX_3X3 and rank == 4 and dtype == store:
+                return median_3x3_kernel(store)
             return rank_kernel(offsets, rank, store, dtype != store)
 
         return Pass(build_nd, mode)

