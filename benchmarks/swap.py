@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 from pathlib import Path
 
 import numpy as np
@@ -32,40 +33,56 @@ CHUNKS = tuple(int(n) for n in os.environ.get("BENCH_CHUNKS", "4,64,64").split("
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", 3))
 MODES = ["reflect", "mirror", "nearest", "wrap", "constant"]
 
+#: Each call of the script: the function and its arguments after the array.
+CALLS = {
+    "convolve": "weights",
+    "correlate": "weights",
+    "gaussian_filter": "1.5",
+    "gaussian_gradient_magnitude": "1",
+    "gaussian_laplace": "1",
+    "generic_filter": "np.max, size=3",
+    "laplace": "",
+    "maximum_filter": "footprint=ball",
+    "median_filter": "size=3",
+    "minimum_filter": "size=(1, 5, 5)",
+    "percentile_filter": "25, size=3",
+    "prewitt": "axis=1",
+    "rank_filter": "4, size=3",
+    "sobel": "",
+    "threshold_local": "5",
+    "uniform_filter": "5",
+}
+
+#: What the script defines before its calls (``np`` is NumPy).
+SETUP = """
+x = np.random.default_rng(0).integers(0, 4096, {shape}).astype(np.uint16)
+ball = np.zeros((3, 3, 3), bool)
+ball[1, 1, :] = ball[1, :, 1] = ball[:, 1, 1] = True
+weights = np.arange(27, dtype=np.float64).reshape(3, 3, 3) / 27
+"""
+
+
+def calls_source(array: str) -> str:
+    """A dict literal of one ``lambda mode: ndf.<function>(array, ..., mode=mode)`` per call."""
+    lines = [
+        f"    {name!r}: lambda m: ndf.{name}({array}, {args + ', ' if args else ''}mode=m),"
+        for name, args in CALLS.items()
+    ]
+    return "{\n" + "\n".join(lines) + "\n}"
+
+
 #: The user's script: ``{module}`` is the only difference between the two sides.
 SCRIPT = """
 import json, sys, time
 import numpy as np, dask.array as da
 import {module} as ndf
-
-shape, chunks, modes = {shape}, {chunks}, {modes}
-x = np.random.default_rng(0).integers(0, 4096, shape).astype(np.uint16)
-stack = da.from_array(x, chunks=chunks)
-ball = np.zeros((3, 3, 3), bool)
-ball[1, 1, :] = ball[1, :, 1] = ball[:, 1, 1] = True
-weights = np.arange(27, dtype=np.float64).reshape(3, 3, 3) / 27
-calls = {{
-    "convolve": lambda m: ndf.convolve(stack, weights, mode=m),
-    "correlate": lambda m: ndf.correlate(stack, weights, mode=m),
-    "gaussian_filter": lambda m: ndf.gaussian_filter(stack, 1.5, mode=m),
-    "gaussian_gradient_magnitude": lambda m: ndf.gaussian_gradient_magnitude(stack, 1, mode=m),
-    "gaussian_laplace": lambda m: ndf.gaussian_laplace(stack, 1, mode=m),
-    "generic_filter": lambda m: ndf.generic_filter(stack, np.max, size=3, mode=m),
-    "laplace": lambda m: ndf.laplace(stack, mode=m),
-    "maximum_filter": lambda m: ndf.maximum_filter(stack, footprint=ball, mode=m),
-    "median_filter": lambda m: ndf.median_filter(stack, size=3, mode=m),
-    "minimum_filter": lambda m: ndf.minimum_filter(stack, size=(1, 5, 5), mode=m),
-    "percentile_filter": lambda m: ndf.percentile_filter(stack, 25, size=3, mode=m),
-    "prewitt": lambda m: ndf.prewitt(stack, axis=1, mode=m),
-    "rank_filter": lambda m: ndf.rank_filter(stack, 4, size=3, mode=m),
-    "sobel": lambda m: ndf.sobel(stack, mode=m),
-    "threshold_local": lambda m: ndf.threshold_local(stack, 5, mode=m),
-    "uniform_filter": lambda m: ndf.uniform_filter(stack, 5, mode=m),
-}}
+{setup}
+stack = da.from_array(x, chunks={chunks})
+calls = {calls}
 seconds, results = {{}}, {{}}
 for name, call in calls.items():
     start = time.perf_counter()
-    for mode in modes:
+    for mode in {modes}:
         results[f"{{name}}-{{mode}}"] = call(mode).compute()
     seconds[name] = time.perf_counter() - start
 np.savez(sys.argv[1], **results)
@@ -73,28 +90,19 @@ print(json.dumps(seconds))
 """
 
 
-def expected(x: np.ndarray, ball: np.ndarray, weights: np.ndarray) -> dict[str, np.ndarray]:
-    """scipy.ndimage's arrays for every call of :data:`SCRIPT` (threshold_local as
-    dask-image defines it: the gaussian-weighted local mean of the image in float64)."""
-    wide = x.astype(np.float64)
-    calls = {
-        "convolve": lambda m: ndi.convolve(x, weights, mode=m),
-        "correlate": lambda m: ndi.correlate(x, weights, mode=m),
-        "gaussian_filter": lambda m: ndi.gaussian_filter(x, 1.5, mode=m),
-        "gaussian_gradient_magnitude": lambda m: ndi.gaussian_gradient_magnitude(x, 1, mode=m),
-        "gaussian_laplace": lambda m: ndi.gaussian_laplace(x, 1, mode=m),
-        "generic_filter": lambda m: ndi.generic_filter(x, np.max, size=3, mode=m),
-        "laplace": lambda m: ndi.laplace(x, mode=m),
-        "maximum_filter": lambda m: ndi.maximum_filter(x, footprint=ball, mode=m),
-        "median_filter": lambda m: ndi.median_filter(x, size=3, mode=m),
-        "minimum_filter": lambda m: ndi.minimum_filter(x, size=(1, 5, 5), mode=m),
-        "percentile_filter": lambda m: ndi.percentile_filter(x, 25, size=3, mode=m),
-        "prewitt": lambda m: ndi.prewitt(x, axis=1, mode=m),
-        "rank_filter": lambda m: ndi.rank_filter(x, 4, size=3, mode=m),
-        "sobel": lambda m: ndi.sobel(x, mode=m),
-        "threshold_local": lambda m: ndi.gaussian_filter(wide, (5 - 1) / 6.0, mode=m),
-        "uniform_filter": lambda m: ndi.uniform_filter(x, 5, mode=m),
-    }
+def threshold_local(image: np.ndarray, block_size: int, mode: str) -> np.ndarray:
+    """dask-image's threshold_local (method 'gaussian', offset 0) on a NumPy array: the
+    gaussian-weighted local mean of the image in float64."""
+    return ndi.gaussian_filter(image.astype(np.float64), (block_size - 1) / 6.0, mode=mode)
+
+
+def expected() -> dict[str, np.ndarray]:
+    """scipy.ndimage's arrays for every call of :data:`SCRIPT`, on the whole array."""
+    functions = {name: getattr(ndi, name, None) for name in CALLS}
+    scipy_as_ndf = types.SimpleNamespace(**{**functions, "threshold_local": threshold_local})
+    scope = {"np": np, "ndf": scipy_as_ndf}
+    exec(SETUP.format(shape=SHAPE), scope)
+    calls = eval(calls_source("x"), scope)
     return {f"{name}-{mode}": call(mode) for name, call in calls.items() for mode in MODES}
 
 
@@ -102,7 +110,11 @@ def run_script(module: str, folder: Path, env: dict[str, str]) -> tuple[float, d
     """Wall seconds of the script from process start to exit, its per-function seconds,
     and the arrays it computed."""
     script = folder / f"script_{module.split('.')[0]}.py"  # not named as a package
-    script.write_text(SCRIPT.format(module=module, shape=SHAPE, chunks=CHUNKS, modes=MODES))
+    setup = SETUP.format(shape=SHAPE)
+    source = SCRIPT.format(
+        module=module, setup=setup, chunks=CHUNKS, calls=calls_source("stack"), modes=MODES
+    )
+    script.write_text(source)
     arrays = folder / f"{module.split('.')[0]}.npz"
     start = time.perf_counter()
     done = subprocess.run(
@@ -130,11 +142,10 @@ def differences(got: dict, oracle: dict) -> list[str]:
 
 
 def main() -> None:
-    x = np.random.default_rng(0).integers(0, 4096, SHAPE).astype(np.uint16)
-    ball = np.zeros((3, 3, 3), bool)
-    ball[1, 1, :] = ball[1, :, 1] = ball[:, 1, 1] = True
-    oracle = expected(x, ball, np.arange(27, dtype=np.float64).reshape(3, 3, 3) / 27)
-    print(f"{SHAPE} uint16 in {CHUNKS} chunks, 16 functions x {len(MODES)} modes; {load()}")
+    oracle = expected()
+    print(
+        f"{SHAPE} uint16 in {CHUNKS} chunks, {len(CALLS)} functions x {len(MODES)} modes; {load()}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         env = {**os.environ, "STENCILPIPE_CACHE_DIR": str(folder / "kernels")}

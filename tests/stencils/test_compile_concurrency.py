@@ -83,7 +83,7 @@ def loads(monkeypatch, tmp_path):
 
 # Builders of stages, each built anew in every thread, and their oracles on float64 frames.
 STAGES = {
-    "median": (lambda: sp.library.median(3), lambda f: ndi.median_filter(f, 3)),
+    "median": (lambda: sp.library.median((1, 3)), lambda f: ndi.median_filter(f, (1, 3))),
     "sobel": (lambda: sp.library.sobel(1), lambda f: ndi.sobel(f, 1)),
     "max": (lambda: sp.library.maximum((3, 1)), lambda f: ndi.maximum_filter(f, (3, 1))),
     "laplace": (
