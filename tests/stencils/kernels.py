@@ -5,17 +5,9 @@ import stencilpipe as sp
 
 @sp.stencil
 def smooth(x):
-    return (
-        x[-1, -1]
-        + x[-1, 0]
-        + x[-1, 1]
-        + x[0, -1]
-        + x[0, 0]
-        + x[0, 1]
-        + x[1, -1]
-        + x[1, 0]
-        + x[1, 1]
-    ) // 9
+    return (x[-1, -1] + x[-1, 0] + x[-1, 1] +
+            x[ 0, -1] + x[ 0, 0] + x[ 0, 1] +
+            x[ 1, -1] + x[ 1, 0] + x[ 1, 1]) // 9
 
 
 @sp.stencil

@@ -6,9 +6,7 @@ from kernels import diff, smooth
 
 import stencilpipe as sp
 
-torch = pytest.importorskip(
-    "torch", reason="PyTorch is optional (not in the test extra): pip install torch to run these"
-)
+torch = pytest.importorskip("torch", reason="PyTorch is optional (not in the test extra): pip install torch to run these")
 
 
 def test_a_tensor_in_gives_a_tensor_out_equal_to_the_numpy_result():
