@@ -557,8 +557,9 @@ def median(size: int | Sequence[int] = 3, *, ndim: int = 2, **options: Any) -> S
 
     The kernel is a selection network: only the compare-exchanges (``min``/``max``)
     of a Batcher sorting network that the median depends on, on values held in
-    local variables, so it needs no memory and vectorises. On the CPU a 3x3 median runs
-    :class:`~stencilpipe.stencils.windows.BoxMedian3` instead (each column sorted once).
+    local variables, so it needs no memory and vectorises. On the CPU a 3x3 median (or a
+    (1, 3, 3) one) runs :class:`~stencilpipe.stencils.windows.BoxMedian3` instead (each
+    column sorted once).
     """
     window = _window(size, ndim)
     offsets = list(itertools.product(*(range(first, last + 1) for first, last in window)))
@@ -572,8 +573,8 @@ def median(size: int | Sequence[int] = 3, *, ndim: int = 2, **options: Any) -> S
     ]
     source = "def median(x):\n" + "\n".join(lines) + f"\n    return v{rank}\n"
     made = _from_source("median", source, {}, **options)
-    if window == [(-1, 1), (-1, 1)]:  # the network runs on the GPU
-        made.passes = {"cpu": (BoxMedian3(),)}
+    if ndim <= 3 and window == [(0, 0)] * (ndim - 2) + [(-1, 1), (-1, 1)]:
+        made.passes = {"cpu": (BoxMedian3(ndim),)}  # the network runs on the GPU
     return made
 
 

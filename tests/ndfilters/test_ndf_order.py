@@ -10,7 +10,7 @@ import scipy.ndimage as ndi
 from ndf_oracle import ALIASES, DTYPES, MODES, assert_dask_same, assert_same, sample
 
 import stencilpipe.ndfilters as ndf
-from stencilpipe.ndfilters import _kernels
+from stencilpipe.ndfilters import _kernels, _order
 
 CROSS = np.array([[0, 1, 0], [1, 1, 1], [0, 1, 0]], bool)
 CORNERS = np.array([[1, 0, 1], [0, 1, 0], [1, 0, 1]], bool)
@@ -236,23 +236,23 @@ def test_wrap_windows_on_dask():
 @pytest.mark.parametrize("mode", MODES + ALIASES)
 @pytest.mark.parametrize("dtype", ["bool", *DTYPES])
 def test_a_3x3_median_of_frames_sorts_each_column_once(mode, dtype, monkeypatch):
-    """A 3x3 median over 2-D frames runs the library's column-sorting pass on the CPU
-    (``window_kernels.median_box3``) for every dtype but bool (read as uint8) and mode,
-    a cval the dtype holds or not (scipy reads it as a double), chunked or not."""
-    from stencilpipe.ndfilters import _order
-
+    """A 3x3 median over 2-D frames, or a (1, 3, 3) one over a stack, runs the library's
+    column-sorting pass on the CPU (``window_kernels.median_box3``) for every dtype but
+    bool (read as uint8) and mode, a cval the dtype holds or not (scipy reads it as a
+    double), chunked or not."""
     made = []
-    monkeypatch.setattr(
-        _order, "median_3x3_kernel", lambda store: made.append(store) or real(store)
-    )
     real = _kernels.median_3x3_kernel
-    x = sample(dtype)
-    for cval in (1, 2.5):
-        for kwargs in ({"size": 3}, {"footprint": np.ones((3, 3), bool)}):
-            got, want = both("median_filter", x, mode=mode, cval=cval, **kwargs)
-            assert_same(got, want)
-    assert_dask_same(ndf.median_filter, x, ndi.median_filter(x, 3, mode=mode), size=3, mode=mode)
-    assert bool(made) == (dtype != "bool"), made
+    monkeypatch.setattr(_order, "median_3x3_kernel", lambda *key: made.append(key) or real(*key))
+    for ndim, size in [(2, 3), (3, (1, 3, 3))]:
+        x = sample(dtype, ndim)
+        footprint = np.ones(np.broadcast_to(size, (ndim,)), bool)
+        for cval in (1, 2.5):
+            for kwargs in ({"size": size}, {"footprint": footprint}):
+                got, want = both("median_filter", x, mode=mode, cval=cval, **kwargs)
+                assert_same(got, want)
+        want = ndi.median_filter(x, size, mode=mode)
+        assert_dask_same(ndf.median_filter, x, want, size=size, mode=mode)
+    assert {key[1] for key in made} == (set() if dtype == "bool" else {2, 3}), made
 
 
 @pytest.mark.parametrize("name, args", [("median_filter", ()), ("rank_filter", (2,))])

@@ -186,6 +186,20 @@ def test_a_3x3_median_sorts_each_column_once_and_equals_scipy(dtype, mode):
     assert not asked, "the per-point network was compiled on the CPU"
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_a_1x3x3_median_of_volumes_sorts_each_plane_s_columns_once(mode):
+    """``median((1, 3, 3), ndim=3)`` runs the same pass over each plane of each volume."""
+    median = sp.library.median((1, 3, 3), ndim=3, boundary=mode, cval=7)
+    x = np.random.default_rng(6).integers(0, 200, (2, 4, 9, 11)).astype(np.uint16)
+    want = ndi.median_filter(x, (1, 1, 3, 3), mode=mode, cval=7)
+    with kernels_asked(median) as asked:
+        for got in twice(median, x):
+            np.testing.assert_array_equal(got, want)
+        lazy = da.from_array(x, chunks=(1, 3, 5, 6))
+        np.testing.assert_array_equal(median(lazy).compute(), want)
+    assert not asked, "the per-point network was compiled on the CPU"
+
+
 def test_a_3x3_median_of_8_bit_frames_equals_opencv():
     x = frames(np.uint8, (300, 257))
     median = sp.library.median(3, boundary="nearest")

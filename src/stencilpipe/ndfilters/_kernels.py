@@ -214,17 +214,19 @@ def window_rank_kernel(offsets: tuple[Offset, ...], rank: int, store: np.dtype) 
     return made
 
 
-#: The offsets of a 3x3 box, in the C order of its footprint.
-BOX_3X3 = tuple((i, j) for i in (-1, 0, 1) for j in (-1, 0, 1))
+def box_3x3(ndim: int) -> tuple[Offset, ...]:
+    """The offsets of a 3x3 box over the last two of ``ndim`` axes, in the C order of its
+    footprint."""
+    return tuple((0,) * (ndim - 2) + (i, j) for i in (-1, 0, 1) for j in (-1, 0, 1))
 
 
 @functools.lru_cache(maxsize=16)
-def median_3x3_kernel(store: np.dtype) -> Stencil:
-    """The median of a 3x3 box for an input of dtype ``store``: the CPU runs
-    :class:`stencilpipe.stencils.windows.BoxMedian3` (each column sorted once), the GPU
-    :func:`rank_kernel`'s selection network."""
-    made = rank_kernel.__wrapped__(BOX_3X3, 4, store, False)
-    made.passes = {"cpu": (BoxMedian3(),)}
+def median_3x3_kernel(store: np.dtype, ndim: int) -> Stencil:
+    """The median of a 3x3 box over the last two of ``ndim`` (2 or 3) axes, for an input of
+    dtype ``store``: the CPU runs :class:`stencilpipe.stencils.windows.BoxMedian3` (each
+    column sorted once), the GPU :func:`rank_kernel`'s selection network."""
+    made = rank_kernel.__wrapped__(box_3x3(ndim), 4, store, False)
+    made.passes = {"cpu": (BoxMedian3(ndim),)}
     return made
 
 

@@ -32,8 +32,8 @@ from ._apply import (
 )
 from ._correlate import axis_index, window_origin
 from ._kernels import (
-    BOX_3X3,
     Offset,
+    box_3x3,
     box_extremum_kernel,
     median_3x3_kernel,
     rank_kernel,
@@ -90,8 +90,9 @@ def _rank_pass(
         def build_nd(dtype: np.dtype) -> Any:
             if window and dtype == store:
                 return window_rank_kernel(offsets, rank, store)
-            if offsets == BOX_3X3 and rank == 4 and dtype == store:
-                return median_3x3_kernel(store)
+            ndim = len(offsets[0])
+            if rank == 4 and ndim in (2, 3) and offsets == box_3x3(ndim) and dtype == store:
+                return median_3x3_kernel(store, ndim)
             return rank_kernel(offsets, rank, store, dtype != store)
 
         return Pass(build_nd, mode)
