@@ -119,11 +119,13 @@ def run_passes(
         first = 1
     compiled = _compiled_strips(passes, x.ndim)
     if compiled is None:
-        run_rows(plan.run, (x, out), x.shape[0] * strips, start=first, min_rows=1)
+        run_rows(
+            plan.run, (x, out), x.shape[0] * strips, start=first, min_rows=1, elements=out.size
+        )
         return
     function, modes = compiled
     args = (x, out, *(p.cval for p in passes), *modes, height, strips, *margins)
-    run_rows(function, args, x.shape[0] * strips, start=first, min_rows=1)
+    run_rows(function, args, x.shape[0] * strips, start=first, min_rows=1, elements=out.size)
 
 
 def _reach(step: Pass) -> int:

@@ -605,7 +605,8 @@ class CompiledKernel:
     def __call__(self, *args: Any, rows: int) -> None:
         """Run the CPU loop nest over ``rows`` rows; the first call compiles, in this thread."""
         if self._ran:
-            run_rows(self.apply, (*args, self.mode), rows)
+            out = args[len(self.stencil.info.array_params)]
+            run_rows(self.apply, (*args, self.mode), rows, elements=out.size)
             return
         self.run(*args, start=0, stop=rows)
 

@@ -80,7 +80,11 @@ class _Rows:
         if not self.ready:
             self.run(x, out, cval, start=0, stop=rows)
             return
-        run_rows(lambda lo, hi: self.run(x, out, cval, start=lo, stop=hi), (), rows)
+
+        def rows_of(lo: int, hi: int) -> None:
+            self.run(x, out, cval, start=lo, stop=hi)
+
+        run_rows(rows_of, (), rows, elements=out.size)
 
     def compile(self, args: list[Any]) -> None:
         """Compile for the types of ``args`` (``x, out, cval, start, stop``) by running
