@@ -1,4 +1,5 @@
-"""Fixtures for every test."""
+"""Fixtures for every test (here, not in tests/: pytest's doctest collection of tests/ met
+tests/cluster/conftest.py under the same module name)."""
 
 import pytest
 
