@@ -15,16 +15,9 @@ import math
 
 import numpy as np
 
-from ..library import _big_median, _extremum_kind, _from_source, _selection_network
+from ..library import _big_median, _extremum_kind, _from_source, _selection_network, median
 from ..stencils import Stencil
-from ..stencils.windows import (
-    MEAN_STORES,
-    BoxExtremum,
-    BoxMedian3,
-    ExtremumPass,
-    MeanPass,
-    RankWindow,
-)
+from ..stencils.windows import MEAN_STORES, BoxExtremum, ExtremumPass, MeanPass, RankWindow
 from ._casting import store_lines
 
 __all__ = [
@@ -223,11 +216,9 @@ def box_3x3(ndim: int) -> tuple[Offset, ...]:
 @functools.lru_cache(maxsize=16)
 def median_3x3_kernel(store: np.dtype, ndim: int) -> Stencil:
     """The median of a 3x3 box over the last two of ``ndim`` (2 or 3) axes, for an input of
-    dtype ``store``: the CPU runs :class:`stencilpipe.stencils.windows.BoxMedian3` (each
-    column sorted once), the GPU :func:`rank_kernel`'s selection network."""
-    made = rank_kernel.__wrapped__(box_3x3(ndim), 4, store, False)
-    made.passes = {"cpu": (BoxMedian3(ndim),)}
-    return made
+    dtype ``store``: the library's (:func:`stencilpipe.library.median`), whose CPU pass
+    sorts each column once."""
+    return median((1,) * (ndim - 2) + (3, 3), ndim=ndim, dtype=store)
 
 
 @functools.lru_cache(maxsize=128)
