@@ -146,6 +146,65 @@ def test_a_write_flushes_its_file_system_once_for_its_outputs_and_their_records(
     assert len(os.listdir(records)) == 3
 
 
+@pytest.mark.parametrize("target", ["out", "out.ome.zarr", "out.zarr", "out.ome.tif"])
+def test_a_write_without_durability_never_waits_for_the_disk_and_still_resumes(
+    tmp_path, disk_calls, target
+):
+    """``durability="none"``: no fsync or file system flush of an output or a record (the
+    run's lock file alone is fsync'd, once), for any target; the outputs read back whole
+    (by tifffile and zarr, not stencilpipe) and a rerun keeps them."""
+    import tifffile
+
+    import stencilpipe as sp
+
+    frames = np.random.default_rng(3).integers(0, 60000, (4, 16, 24), dtype=np.uint16)
+    path = tmp_path / target
+    report = sp.imsave(frames, path, durability="none")
+    assert report.frames_written == 4
+    waits = [(kind, os.path.basename(where)) for kind, where in disk_calls if kind != "replace"]
+    assert len(waits) == 1 and waits[0][0] == "fsync" and waits[0][1].startswith(".lock.")
+    if target == "out":
+        back = np.stack([tifffile.imread(path / f"{i:05d}.tif") for i in range(4)])
+    elif target.endswith(".tif"):
+        back = tifffile.imread(path)
+    else:
+        store = zarr.open(path, mode="r")
+        back = store["s0"][:] if target.endswith(".ome.zarr") else store[:]
+    np.testing.assert_array_equal(back, frames)
+    assert sp.imsave(frames, path, durability="none").frames_skipped == 4
+
+
+@pytest.mark.parametrize("target", ["out.ome.zarr", "out.zarr"])
+def test_a_zarr_write_flushes_its_file_system_once_its_chunks_are_written(
+    tmp_path, disk_calls, target
+):
+    """A Zarr store's chunk files are never fsync'd one by one: its write ends with one flush
+    (as a folder of files does), after its last chunk and record are in place."""
+    import dask.array as da
+
+    import stencilpipe as sp
+
+    frames = da.from_array(np.arange(3 * 8 * 8, dtype=np.uint8).reshape(3, 8, 8), (1, 8, 8))
+    chunk_files = []
+    real_write = zarr.storage.LocalStore.set
+
+    async def recorded(store, key, value, *args, **kwargs):
+        await real_write(store, key, value, *args, **kwargs)
+        chunk_files.append((key, len(disk_calls)))
+
+    zarr.storage.LocalStore.set = recorded
+    try:
+        sp.imsave(frames, tmp_path / target)
+    finally:
+        zarr.storage.LocalStore.set = real_write
+    syncs = [i for i, (kind, _) in enumerate(disk_calls) if kind == "syncfs"]
+    assert [disk_calls[i] for i in syncs] == [("syncfs", str(tmp_path / target))]
+    assert all(seen <= syncs[0] for _, seen in chunk_files)
+    assert len([key for key, _ in chunk_files if "/c/" in f"/{key}"]) == 3
+    fsyncs = [os.path.basename(where) for kind, where in disk_calls if kind == "fsync"]
+    assert fsyncs[-1] == target and all(name.startswith(".lock.") for name in fsyncs[:-1])
+
+
 def test_zarr_store_creation_runs_once_per_run(tmp_path):
     """A creation task that runs again in the same run keeps the chunks written since."""
     layout = _Layout(

@@ -94,3 +94,27 @@ def test_a_3d_stage_on_a_stack_without_z_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="stages:.*c"):
         run(config, console=Console(file=io.StringIO()), progress=False)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("output", ["out/", "out.ome.zarr"])
+def test_durability_none_runs_without_a_flush_and_resumes(tmp_path, monkeypatch, output):
+    """``durability: none``: the run flushes nothing (no syncfs, no fsync but its lock
+    file's); its outputs are whole and a rerun keeps them all."""
+    write_inputs(tmp_path)
+    waits = []
+
+    def fsync(fd, real=os.fsync):
+        waits.append(os.path.basename(os.readlink(f"/proc/self/fd/{fd}")))
+        real(fd)
+
+    monkeypatch.setattr(atomic.os, "fsync", fsync)
+    monkeypatch.setattr(atomic, "_syncfs", lambda: waits.append("syncfs") or (lambda fd: 0))
+    assert run_config(tmp_path, output=output, durability="none").written == 4
+    assert waits and all(name.startswith(".lock.") for name in waits)
+    if output == "out/":
+        got = np.stack([tifffile.imread(tmp_path / "out" / f"f{i}.tif") for i in range(4)])
+    else:
+        image = ngff_zarr.from_ngff_zarr(str(tmp_path / output))
+        got = np.asarray(image.images[0].data)
+    np.testing.assert_array_equal(got, expected())
+    assert run_config(tmp_path, output=output, durability="none").kept == 4

@@ -15,7 +15,11 @@ A machine that crashes before that flush may leave renamed files whose data neve
 the disk, so a rerun keeps an output only when its bytes match the checksum recorded with
 it (:func:`stencilpipe.io.provenance.judge`).
 :data:`PER_FILE` fsyncs each file before its rename instead: durable the moment it is
-visible, at one disk flush per file.
+visible, at one disk flush per file. :data:`NONE` never flushes: the operating system writes
+the files back in its own time (a scratch output, or a disk slower than the work), so a
+write costs what a plain loop of writes costs; a crash can then lose outputs that the run
+reported written, which a rerun finds by their checksums and writes again, as under
+:data:`BATCH`.
 
 The ``run`` part of the name tells runs apart, so that cleaning up stale files (which a
 cluster may repeat when a worker dies) never deletes the files of a run still writing: its
@@ -42,6 +46,7 @@ from .errors import NoSpaceLeft
 __all__ = [
     "BATCH",
     "DURABILITY",
+    "NONE",
     "PER_FILE",
     "flush",
     "is_full",
@@ -52,9 +57,10 @@ __all__ = [
     "write_atomic",
 ]
 
-#: One flush of the file system when the run ends (the default), or an fsync per file.
-BATCH, PER_FILE = "batch", "per-file"
-DURABILITY = (BATCH, PER_FILE)
+#: One flush of the file system when the run ends (the default), an fsync per file, or no
+#: flush at all.
+BATCH, PER_FILE, NONE = "batch", "per-file", "none"
+DURABILITY = (BATCH, PER_FILE, NONE)
 
 _TEMP_NAME = re.compile(r"^\..+\.(?P<run>[0-9a-f]{12})-[0-9a-f]{12}\.tmp$")
 
@@ -76,7 +82,8 @@ def write_atomic(
     ``fh`` is open for reading too (a writer may read back what it wrote, to checksum it).
 
     With ``durability="per-file"`` the file is fsync'd before it is renamed; with
-    ``"batch"`` (the default) :func:`flush` makes it durable when the run ends.
+    ``"batch"`` (the default) :func:`flush` makes it durable when the run ends; with
+    ``"none"`` nothing does (its writeback is left to the operating system).
     Raises :class:`~stencilpipe.io.errors.NoSpaceLeft` when the file system is full.
 
     Examples
@@ -97,7 +104,7 @@ def write_atomic(
             if durability == PER_FILE:
                 os.fsync(fh.fileno())
             size = os.fstat(fh.fileno()).st_size
-            if durability != PER_FILE and size >= WRITEBACK_FROM:
+            if durability == BATCH and size >= WRITEBACK_FROM:
                 start_writeback(fh.fileno())
         os.replace(temp, final)
     except BaseException as exc:
@@ -164,17 +171,21 @@ def remove_stale_temps(directory: str | os.PathLike[str], keep: Collection[str])
 
 
 def remove_own_temps(
-    directory: str | os.PathLike[str], run: str, *, whole_file_system: bool = True
+    directory: str | os.PathLike[str],
+    run: str,
+    *,
+    durability: str = BATCH,
+    whole_file_system: bool = True,
 ) -> int:
     """The last step of ``run``'s write into ``directory``, once none of its writes is
     running: delete the temporary files it left, then :func:`flush` what it wrote
-    (``whole_file_system`` as there).
+    (``whole_file_system`` as there), unless ``durability`` is ``"none"``.
 
     The temporary files are left by processes killed mid-write (a lost worker); returns
     how many.
     """
     removed = _remove_temps(directory, lambda owner: owner == run)
-    if os.path.isdir(directory):
+    if durability != NONE and os.path.isdir(directory):
         flush(directory, whole_file_system=whole_file_system)
     return removed
 

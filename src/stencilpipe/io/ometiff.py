@@ -25,7 +25,7 @@ import tifffile
 from dask.base import tokenize
 from dask.delayed import Delayed
 
-from .atomic import is_full, remove_stale_temps
+from .atomic import BATCH, NONE, is_full, remove_stale_temps
 from .errors import NoSpaceLeft, TargetError
 from .lock import live_run
 from .metadata import Metadata, ome_unit
@@ -101,8 +101,10 @@ def save_ome_tiff(
     inputs: list[list],
     run: str,
     remote: RemoteDirectory | None = None,
+    durability: str = BATCH,
 ) -> Delayed:
-    """Plan writing ``array`` (axes ``metadata.axes``) as the OME-TIFF file ``path``.
+    """Plan writing ``array`` (axes ``metadata.axes``) as the OME-TIFF file ``path``,
+    fsync'd before its rename unless ``durability`` is ``"none"``.
 
     ``inputs`` is the identity of every input (one record covers the whole file). Returns
     the delayed :class:`~stencilpipe.io.WriteReport`. On object storage (``remote``),
@@ -145,7 +147,7 @@ def save_ome_tiff(
     )
     blocks = status.to_delayed(optimize_graph=False).ravel().tolist()
     return dask.delayed(_finish, pure=False)(
-        blocks, target, provenance, inputs, run, frames, (frames if stale else 0)
+        blocks, target, provenance, inputs, run, frames, (frames if stale else 0), durability
     )
 
 
@@ -234,11 +236,13 @@ def _finish(
     run: str,
     frames: int,
     stale: int,
+    durability: str,
 ) -> WriteReport:
     """Once every block is written: record the file's provenance, rename it into place."""
     with open(target.temp, "rb") as fh:
         fd = fh.fileno()
-        os.fsync(fd)  # one file: one flush before the rename makes it durable
+        if durability != NONE:
+            os.fsync(fd)  # one file: one flush before the rename makes it durable
         with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as data, memoryview(data) as view:
             directory, name = os.path.split(target.path)
             write_record(

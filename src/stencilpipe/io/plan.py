@@ -21,12 +21,13 @@ import numpy as np
 from dask.delayed import Delayed
 from dask.utils import format_bytes
 
-from .atomic import remove_own_temps
+from .atomic import BATCH, NONE, flush, remove_own_temps
 from .provenance import record_path, records_dir
 
 __all__ = [
     "PendingWrite",
     "WriteReport",
+    "flushed",
     "frame_blocks",
     "lazy_report",
     "select_blocks",
@@ -128,16 +129,27 @@ def lazy_report(
     )
 
 
-def _remove_own_temps(directory: str, run: str) -> int:
+def _remove_own_temps(directory: str, run: str, durability: str) -> int:
     """Remove the temporary files (outputs and records) that ``run`` left in ``directory``,
-    then flush both folders' files with one flush of their file system (the last one)."""
-    records = remove_own_temps(records_dir(directory), run, whole_file_system=False)
-    return records + remove_own_temps(directory, run)
+    then flush both folders' files with one flush of their file system (the last one),
+    as ``durability`` asks."""
+    records = remove_own_temps(
+        records_dir(directory), run, durability=durability, whole_file_system=False
+    )
+    return records + remove_own_temps(directory, run, durability=durability)
 
 
-def _cleaned_up(report: WriteReport, directory: str, run: str) -> WriteReport:
+def flushed(report: WriteReport, location: str, durability: str) -> WriteReport:
+    """``report``, once what its write put into ``location`` (a store, a folder) is
+    flushed to the disk, unless ``durability`` is ``"none"``."""
+    if durability != NONE:
+        flush(location)
+    return report
+
+
+def _cleaned_up(report: WriteReport, directory: str, run: str, durability: str) -> WriteReport:
     """``report``, once the temporary files of lost workers are gone (every block is done)."""
-    _remove_own_temps(directory, run)
+    _remove_own_temps(directory, run, durability)
     return report
 
 
@@ -170,6 +182,8 @@ class PendingWrite:
         Frames among ``files`` written again because their output was stale or damaged.
     outdated : tuple of str
         Those stale or damaged outputs (see :meth:`discard_outdated`).
+    durability : str
+        When the files are made durable (:data:`~stencilpipe.io.atomic.DURABILITY`).
     """
 
     target: str
@@ -182,6 +196,7 @@ class PendingWrite:
     stale: int = 0
     damaged: int = 0
     outdated: tuple[str, ...] = ()
+    durability: str = BATCH
 
     def discard_outdated(self) -> None:
         """Remove the stale or damaged outputs that this write computes again, and their
@@ -203,14 +218,18 @@ class PendingWrite:
         )
         if self.status is None:
             return report
-        return dask.delayed(_cleaned_up, pure=False)(report, self.directory, self.run)
+        return dask.delayed(_cleaned_up, pure=False)(
+            report, self.directory, self.run, self.durability
+        )
 
     def finish(self) -> Delayed:
         """Delayed: remove the temporary files that workers lost mid-write left behind.
 
         Compute it once every block has finished (or failed); it returns how many it removed.
         """
-        return dask.delayed(_remove_own_temps, pure=False)(self.directory, self.run)
+        return dask.delayed(_remove_own_temps, pure=False)(
+            self.directory, self.run, self.durability
+        )
 
     def blocks(self) -> list[Delayed]:
         """One delayed status (bytes per frame) per block, in :attr:`block_files` order."""

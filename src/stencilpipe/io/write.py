@@ -119,12 +119,14 @@ def imsave(
         its fsspec file system. Files are whole-object puts there; Zarr chunks go through
         zarr's fsspec store; provenance records and resume work as on disk, but object
         storage has no lock: one run at a time per output URL.
-    durability : {'batch', 'per-file'}
-        File targets: ``batch`` (default) renames each written file into place without
-        an fsync and makes them all durable with one flush when the write ends (a crash
-        before it can leave renamed files without data, which resume finds by their
-        checksums and writes again); ``per-file`` fsyncs each file before its rename.
-        Zarr and OME-TIFF targets are flushed once at the end either way.
+    durability : {'batch', 'per-file', 'none'}
+        ``batch`` (default) renames each written file into place without an fsync and
+        makes them all durable with one flush when the write ends (a crash before it can
+        leave renamed files without data, which resume finds by their checksums and
+        writes again); ``per-file`` fsyncs each file before its rename (Zarr chunks are
+        flushed at the end, as with ``batch``); ``none`` leaves the writeback to the
+        operating system: the write costs what its writes cost, and a crash can lose
+        outputs it reported written (resume finds and rewrites them, as with ``batch``).
 
     Returns
     -------
@@ -249,6 +251,7 @@ def plan_write(
             remote=remote,
             zarr_format=zarr_format,
             shards=shards,
+            durability=durability,
         )
     if where.ome_tiff:
         path = os.path.join(where.directory, where.pattern)
@@ -264,6 +267,7 @@ def plan_write(
             inputs=all_inputs(inputs),
             run=run,
             remote=remote,
+            durability=durability,
         )
     frames = array.reshape((-1, *array.shape[metadata.axes.index("y") :]))
     tags = _frame_tags(inputs, frames)
@@ -428,6 +432,7 @@ def plan_files(
         stale=recomputed[STALE],
         damaged=recomputed[DAMAGED],
         outdated=tuple(p for p, v in zip(paths, verdicts, strict=True) if v in (STALE, DAMAGED)),
+        durability=durability,
     )
 
 

@@ -28,11 +28,11 @@ from dask.array.core import normalize_chunks
 from dask.delayed import Delayed
 
 from ..errors import ImageStackError
-from .atomic import is_full
+from .atomic import BATCH, is_full
 from .errors import NoSpaceLeft, TargetError
 from .metadata import AXIS_KINDS, Arrangement, Metadata, canonical_order
 from .ngff import ngff_attributes, ngff_metadata
-from .plan import frame_blocks, lazy_report, select_blocks, to_numpy
+from .plan import flushed, frame_blocks, lazy_report, select_blocks, to_numpy
 from .provenance import (
     DAMAGED,
     KEPT,
@@ -190,6 +190,7 @@ def save_zarr(
     remote: RemoteDirectory | None = None,
     zarr_format: int = 3,
     shards: bool = False,
+    durability: str = BATCH,
 ) -> Delayed:
     """Plan writing ``array`` into the Zarr store ``store``; a delayed WriteReport.
 
@@ -200,6 +201,8 @@ def save_zarr(
     ``c`` axis before the spatial ones, and its axes, scale, units and channel names as
     NGFF metadata (0.5 in Zarr v3, 0.4 in ``zarr_format=2``). With ``shards``, each
     block is one shard (one object) of one chunk per 2-D frame: few objects, small reads.
+    A store on disk is flushed once its chunks are written, as ``durability`` asks
+    (:data:`~stencilpipe.io.atomic.DURABILITY`: chunks are never fsync'd one by one).
     """
     if zarr_format not in (2, 3):
         raise TargetError(f"zarr_format={zarr_format!r}: write Zarr 2 or 3")
@@ -298,7 +301,7 @@ def save_zarr(
             status.to_delayed(optimize_graph=False).ravel().tolist(),
             [_write_level(array, layout, level, ready) for level in range(1, levels)],
         )
-    return lazy_report(
+    report = lazy_report(
         status,
         store,
         (store,),
@@ -306,6 +309,7 @@ def save_zarr(
         (array.shape[0] - written) * planes,
         tuple(n * planes for n in recomputed),
     )
+    return report if remote else dask.delayed(flushed, pure=False)(report, store, durability)
 
 
 def _with_levels(status: list[np.ndarray], levels: list) -> np.ndarray:

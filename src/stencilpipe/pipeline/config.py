@@ -410,8 +410,10 @@ class PipelineConfig(_Strict):
     storage_options: dict[str, Any] = Field(default_factory=dict, repr=False, exclude=True)
     #: ``batch``: no fsync per output, one flush of the file system when the run ends (outputs
     #: a crash left unflushed fail resume's checksums and are recomputed); ``per-file``: each
-    #: output is fsync'd before it is renamed into place.
-    durability: Literal["batch", "per-file"] = "batch"
+    #: output is fsync'd before it is renamed into place; ``none``: no flush at all, the
+    #: operating system writes the outputs back in its own time (a crash can lose outputs
+    #: the run reported written: a rerun finds them by their checksums and writes them again).
+    durability: Literal["batch", "per-file", "none"] = "batch"
     #: Run the stages over cache-sized row strips (see :mod:`stencilpipe.stencils.fused`).
     fuse: bool = True
     #: Directory that relative paths and stencil files (``file.py:name``) resolve against:

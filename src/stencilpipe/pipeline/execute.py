@@ -9,7 +9,8 @@ finished output kept for a rerun to resume from:
 - no worker is left (every worker and its nanny died) for ``cluster.timeout`` seconds.
 
 Once every block is done, each worker flushes the output's file system (one flush per host
-instead of an fsync per file: :mod:`stencilpipe.io.atomic`).
+instead of an fsync per file: :mod:`stencilpipe.io.atomic`), unless the write's durability is
+``none``.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 
 from ..errors import ClusterError
 from ..io import PendingWrite
-from ..io.atomic import flush
+from ..io.atomic import BATCH, NONE, flush
 from ..io.errors import NoSpaceLeft
 
 __all__ = ["NoWorkersLeft", "Outcome", "execute", "execute_here", "progress_bar"]
@@ -122,9 +123,11 @@ def execute(
     frames: int,
     timeout: float,
     bar: Progress | None = None,
+    durability: str = BATCH,
 ) -> Outcome:
     """Compute ``write`` (a :class:`~stencilpipe.io.PendingWrite`, or a Zarr store's delayed
-    report, written as a whole) on ``client``.
+    report, written as a whole) on ``client``; flush what it wrote as ``durability``
+    (:data:`~stencilpipe.io.atomic.DURABILITY`) asks.
 
     Raises
     ------
@@ -150,8 +153,8 @@ def execute(
     if futures:
         if blocks.files:  # every block is done: the temp files of workers lost mid-write go
             client.compute(write.finish()).result()
-        # One flush per host that wrote, instead of an fsync per file (durability: batch).
-        client.run(_flush, blocks.directory)
+        if durability != NONE:  # one flush per host that wrote, not an fsync per file
+            client.run(_flush, blocks.directory)
     return blocks.outcome()
 
 
@@ -162,8 +165,10 @@ def execute_here(
     frames: int,
     threads: int,
     bar: Progress | None = None,
+    durability: str = BATCH,
 ) -> Outcome:
-    """Compute ``write`` as :func:`execute` does, on ``threads`` threads of this process
+    """Compute ``write`` as :func:`execute` does (``durability`` as there), on ``threads``
+    threads of this process
     (Dask's threaded scheduler): no cluster to start, no task or frame to send anywhere.
 
     The blocks run as one graph; when one fails, those not finished then run again one by
@@ -201,7 +206,7 @@ def execute_here(
     if blocks.delayed:
         if blocks.files:  # the temp files of failed blocks go, then one flush (finish's)
             write.finish().compute(scheduler=dask.get)
-        else:
+        elif durability != NONE:
             _flush(blocks.directory)
     return blocks.outcome()
 

@@ -655,7 +655,12 @@ class _Compute:
     bar: Any
 
     def __call__(self, write: Any) -> Outcome:
-        options = dict(output=self.config.output, frames=self.frames, bar=self.bar)
+        options = dict(
+            output=self.config.output,
+            frames=self.frames,
+            bar=self.bar,
+            durability=self.config.durability,
+        )
         if self.client is None:
             return execute_here(write, threads=planned_threads(self.config), **options)
         return execute(self.client, write, timeout=self.config.cluster.timeout, **options)
