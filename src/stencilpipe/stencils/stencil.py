@@ -205,7 +205,7 @@ class Stencil:
         neighborhood = options.get("neighborhood")
         key = (name, digest, module, neighborhood, _namespace_key(namespace))
         with compile_lock:  # compile() and the analysis share CPython's unsafe ast state
-            generated = _generated.get(key)
+            generated = _generated.pop(key, None)
             if generated is None:
                 filename = f"<{module} {name} {digest[:12]}>"
                 linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
@@ -216,6 +216,7 @@ class Stencil:
                 if len(_generated) > _GENERATED_KEPT:
                     del _generated[next(iter(_generated))]
             else:
+                _generated[key] = generated  # most recently used: evicted last
                 func, info, compiled = generated
                 made = cls(func, _info=info, _compiled=compiled, **options)
         made._recipe = (name, source, namespace, module)
@@ -492,10 +493,11 @@ def _with_passes(made: Stencil, passes: dict | None) -> Stencil:
     return made
 
 
-#: Stencils unpickled in this process, by what they were unpickled from: every Dask task
-#: unpickles its own copy of its stencils, and a fresh copy analyses its kernel and
-#: generates and loads its code again (0.3 s for a median and a gaussian, per task).
-#: Stencils are immutable once made, so copies with the same recipe share one.
+#: Stencils of module-level functions unpickled in this process, by what they were
+#: unpickled from: every Dask task unpickles its own copy of its stencils, and a fresh copy
+#: analyses its kernel and generates and loads its code again (0.3 s a kernel, per task).
+#: Stencils are immutable once made, so such copies share one. (Generated stencils share
+#: their code through ``_generated`` instead.)
 _unpickled: dict[str, Stencil] = {}
 _UNPICKLED_KEPT = 256
 
@@ -533,13 +535,9 @@ def _shared(make: Callable[..., Stencil], *args: Any) -> Stencil:
 
 
 def _from_recipe(recipe: tuple, options: dict, neighborhood: Any, passes: dict | None) -> Stencil:
-    """Unpickle a stencil of :meth:`Stencil.from_source`."""
-    return _shared(_made_from_recipe, recipe, options, neighborhood, passes)
-
-
-def _made_from_recipe(
-    recipe: tuple, options: dict, neighborhood: Any, passes: dict | None
-) -> Stencil:
+    """Unpickle a stencil of :meth:`Stencil.from_source`: its source finds the code
+    compiled for it before in ``_generated``, the one place that keeps it, so the copy
+    shares it with the stencil it was pickled from whenever that is still alive."""
     name, source, namespace, module = recipe
     made = Stencil.from_source(
         name, source, namespace, module=module, neighborhood=neighborhood, **options
