@@ -27,6 +27,7 @@ one core) cost a run as much time as its writes. A record that holds another che
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -127,7 +128,6 @@ def file_digest(fh: BinaryIO) -> dict[str, Any]:
     """:func:`digest` of the file open as ``fh`` (readable, its writes flushed): what a
     writer that encodes straight into its file records, instead of encoding into memory
     first (two more frame-sized copies, into fresh pages)."""
-    fh.seek(0)
     size, crc = _crc_of(fh)
     return {"size": size, CHECKSUM: crc}
 
@@ -135,13 +135,25 @@ def file_digest(fh: BinaryIO) -> dict[str, Any]:
 #: Each thread's buffer that :func:`_crc_of` reads into, kept from file to file.
 _BUFFER = threading.local()
 
+#: Sizes of the files :func:`_crc_of` maps instead of reading: mapped (and its pages
+#: populated at once), a 4 MiB file in the page cache takes 0.25 ms against 0.43 ms read
+#: into a buffer; small files read faster, and huge ones are not mapped whole.
+_MAPPED_SIZES = range(1 << 20, 1 << 28)
+_POPULATE = getattr(mmap, "MAP_POPULATE", 0)  # Linux only
+
 
 def _crc_of(fh: BinaryIO) -> tuple[int, str]:
-    """Size and CRC-32 of what is left to read of ``fh``, read in pieces into a buffer
-    this thread reuses."""
+    """Size and CRC-32 of the whole file open as ``fh``, mapped or read in pieces into a
+    buffer this thread reuses."""
+    size = os.fstat(fh.fileno()).st_size
+    if size in _MAPPED_SIZES and hasattr(mmap, "MAP_SHARED"):
+        flags, prot = mmap.MAP_SHARED | _POPULATE, mmap.PROT_READ
+        with mmap.mmap(fh.fileno(), size, flags=flags, prot=prot) as mapped:
+            return size, f"{deflate_crc32(mapped):08x}"
     buffer = getattr(_BUFFER, "view", None)
     if buffer is None:
         buffer = _BUFFER.view = memoryview(bytearray(_PIECE))
+    fh.seek(0)
     size = value = 0
     while count := fh.readinto(buffer):  # type: ignore[attr-defined]
         value = deflate_crc32(cast(bytes, buffer[:count]), value)
@@ -238,12 +250,17 @@ def judge(
 
     ``intact(path)`` tells a damaged output without a record (truncated by an older crash,
     or by a copy) from a stale one. The outputs are read (to verify their checksums) on a
-    few threads: reading and the checksum release the GIL.
+    few threads: reading and the checksum release the GIL. Missing outputs (all of them, on
+    a first run) are told apart first, without a thread.
     """
-    with ThreadPoolExecutor(min(8, os.cpu_count() or 1)) as pool:
-        return list(
-            pool.map(
+    verdicts = [NEW] * len(outputs)
+    present = [i for i, output in enumerate(outputs) if os.path.exists(output)]
+    if present:
+        with ThreadPoolExecutor(min(8, os.cpu_count() or 1, len(present))) as pool:
+            found = pool.map(
                 lambda i: _judge_one(outputs[i], records[i], provenance.key, inputs[i], intact),
-                range(len(outputs)),
+                present,
             )
-        )
+            for i, verdict in zip(present, found, strict=True):
+                verdicts[i] = verdict
+    return verdicts
