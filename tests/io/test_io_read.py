@@ -23,6 +23,7 @@ from stencilpipe.errors import ImageStackError
 from stencilpipe.io import StackInfo, imread, inspect, source_names
 from stencilpipe.io.formats import PILLOW
 from stencilpipe.io.read import default_chunks
+from stencilpipe.io.tiffmeta import page_tags
 from stencilpipe.io.sources import natural_key
 
 MULTIPAGE = os.path.join(skimage.data_dir, "multipage.tif")
@@ -266,6 +267,43 @@ def test_a_tiff_directory_read_from_the_first_bytes_agrees_with_tifffile(tmp_pat
     assert TIFF.head(str(tmp_path / "d.tif")) is None
 
 
+def test_files_that_start_like_the_first_are_read_without_parsing_their_directory(
+    tmp_path, monkeypatch
+):
+    """Files whose bytes before their pixels equal the first file's (one writer, one shape,
+    one resolution) have its directory, unparsed; one of them truncated is still found,
+    and one with another resolution (other bytes) is parsed. Tags and pixels are tifffile's."""
+    formats = importlib.import_module("stencilpipe.io.formats")
+    parses = []
+    real = formats.TiffDirectory.parse.__func__
+
+    def parse(cls, head):
+        parses.append(head[:8])
+        return real(cls, head)
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    rng = np.random.default_rng(3)
+    frames = {f"f{i}": rng.integers(0, 65535, (40, 30), dtype=np.uint16) for i in range(6)}
+    for name, data in frames.items():
+        resolution = (3.0, 3.0) if name == "f4" else (2.0, 2.0)
+        tifffile.imwrite(folder / f"{name}.tif", data, resolution=resolution, description="x")
+    whole = (folder / "f2.tif").read_bytes()
+    (folder / "f2.tif").write_bytes(whole[:-7])  # the same directory bytes, data cut short
+
+    monkeypatch.setattr(formats.TiffDirectory, "parse", classmethod(parse))
+    info = inspect(folder, skip_bad=True)
+    assert len(parses) == 2  # the first file's directory, and f4's (another resolution)
+    assert [os.path.basename(path) for path, _ in info.bad_files] == ["f2.tif"]
+    assert info.bad_files[0][1].startswith("truncated")
+    for path, tags in zip(info.files, info.file_tags, strict=True):
+        with tifffile.TiffFile(path) as tif:
+            assert tags == page_tags(tif.pages.first)
+    good = [name for name in frames if name != "f2"]
+    expected = np.stack([tifffile.imread(folder / f"{name}.tif") for name in good])
+    np.testing.assert_array_equal(imread(folder, skip_bad=True).compute(), expected)
+
+
 def test_a_stack_of_tiffs_parses_only_the_files_unlike_the_first(tmp_path, monkeypatch):
     """tifffile parses the first file and the files whose directory differs from it; each
     other file is compared with it from its first bytes. The headers, the bad files and
@@ -298,8 +336,6 @@ def test_a_stack_of_tiffs_parses_only_the_files_unlike_the_first(tmp_path, monke
     reasons = {os.path.basename(path): why for path, why in info.bad_files}
     assert set(reasons) == {"f03.tif", "f07.tif", "f09.tif"}
     assert reasons["f07.tif"].startswith("truncated") and "uint16" in reasons["f03.tif"]
-
-    from stencilpipe.io.tiffmeta import page_tags
 
     for path, tags in zip(info.files, info.file_tags, strict=True):
         with tifffile.TiffFile(path) as tif:

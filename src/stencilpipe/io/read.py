@@ -223,7 +223,10 @@ class _Frames:
     def _token(self) -> str:
         """The frames' token, computed once (a stack may have 100,000 frames)."""
         files = [(type(reader).__name__, path, index) for reader, path, index in self.frames.flat]
-        return tokenize("stencilpipe-frames", files, self.stamps, self.shape, self.dtype.str)
+        # As one string each: Dask normalises a list item by item (20,000 files: 0.15 s).
+        return tokenize(
+            "stencilpipe-frames", repr(files), repr(self.stamps), self.shape, self.dtype.str
+        )
 
     def __getitem__(self, key: tuple[slice, ...]) -> np.ndarray:
         key = key if isinstance(key, tuple) else (key,)
