@@ -23,8 +23,8 @@ from stencilpipe.errors import ImageStackError
 from stencilpipe.io import StackInfo, imread, inspect, source_names
 from stencilpipe.io.formats import PILLOW
 from stencilpipe.io.read import default_chunks
-from stencilpipe.io.tiffmeta import page_tags
 from stencilpipe.io.sources import natural_key
+from stencilpipe.io.tiffmeta import page_tags
 
 MULTIPAGE = os.path.join(skimage.data_dir, "multipage.tif")
 
