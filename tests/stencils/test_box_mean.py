@@ -112,3 +112,40 @@ def test_ndfilters_uniform_along_lines_of_integers(dtype, mode):
         ndf.uniform_filter(lazy, (5, 31), mode=mode).compute(),
         ndi.uniform_filter(x, (5, 31), mode=mode),
     )
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("axis", [0, 1], ids=["across", "along"])
+def test_ndfilters_running_means_in_int32_and_float32_are_scipys(dtype, axis):
+    """8- and 16-bit means into an output holding the input's range sum in int32 and
+    divide in float32 (``windows.narrow_mean``), which must truncate as scipy's double
+    does: full-range, constant-extreme and one-below-a-multiple lines, window sizes up to
+    the float32 bound (255 for 16 bits: narrow) and past it (256: in double), every
+    mode, outputs that are narrow and that are not (wider, float, wrapping)."""
+    from scipy import ndimage as ndi
+
+    import stencilpipe.ndfilters as ndf
+    from stencilpipe.stencils.windows import narrow_mean
+
+    info = np.iinfo(dtype)
+    assert narrow_mean(np.dtype(np.uint16), np.dtype(np.uint16), 255)
+    assert not narrow_mean(np.dtype(np.uint16), np.dtype(np.uint16), 256)
+    length = 600
+    alternating = np.where(np.arange(length) % 7 == 0, info.max - 1, info.max)
+    lines = np.stack(
+        [
+            frames(dtype, length),
+            np.full(length, info.max),
+            np.full(length, info.min),
+            alternating,
+            np.where(np.arange(length) % 5 == 0, info.min + 1, info.min),
+        ]
+    ).astype(dtype)
+    x = np.ascontiguousarray(lines.T if axis == 0 else lines)
+    outputs = [None, np.int32, np.float32, np.uint8 if dtype != np.uint8 else np.int8]
+    for mode in ["reflect", "nearest", "mirror", "wrap", "constant"]:
+        for size in (17, 63, 255, 256):
+            for output in outputs:
+                want = ndi.uniform_filter1d(x, size, axis=axis, mode=mode, output=output, cval=3)
+                got = ndf.uniform_filter1d(x, size, axis=axis, mode=mode, output=output, cval=3)
+                np.testing.assert_array_equal(got, want, err_msg=f"{mode} {size} {output}")

@@ -324,12 +324,42 @@ class MeanPass(_LinePass):
 
     def _build(self, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str) -> _Rows:
         loops = window_loops()
-        bits = 0 if out_dtype.kind == "f" else 8 * out_dtype.itemsize
-        stores = (bits, out_dtype.kind == "i")
+        size = self.before + self.after + 1
         options = (self.before, self.after, MODE_CODES[mode])
+        if mode != "constant" and narrow_mean(in_dtypes[0], out_dtype, size):
+            stores, acc, quot = (0, False), np.int32, np.float32  # a plain cast stores
+        else:
+            bits = 0 if out_dtype.kind == "f" else 8 * out_dtype.itemsize
+            stores, acc, quot = (bits, out_dtype.kind == "i"), np.float64, np.float64
+
+        def across(*args: Any) -> None:
+            loops.running_mean(*args, acc, quot)
+
+        def along_integers(*args: Any) -> None:
+            loops.running_mean_integers(*args, quot)
+
         integers = in_dtypes[0].kind in "iu" and in_dtypes[0].itemsize <= 4  # exact in double
-        along = loops.running_mean_integers if integers else loops.running_mean_lines
-        return self._rows(loops.running_mean, along, options, stores, out_dtype)
+        along = along_integers if integers else loops.running_mean_lines
+        return self._rows(across, along, options, stores, out_dtype)
+
+
+def narrow_mean(in_dtype: np.dtype, out_dtype: np.dtype, size: int) -> bool:
+    """Whether means of ``size`` elements of ``in_dtype``, stored in ``out_dtype``, may sum
+    in int32 and divide in float32 with scipy's result (its double quotient truncated).
+
+    Sums of 8- and 16-bit integers are exact in int32. For a sum ``t = q * size + r``
+    (``0 <= r < size``), ``t / size`` lies ``r / size`` above ``q`` and at least ``1 / size``
+    below ``q + 1``; float32's correctly rounded quotient errs by at most ``(q + 1) / 2**24``,
+    which is below that while ``(q + 1) * size < 2**24``, so it truncates to ``q`` as the
+    double does (and ``t`` itself is exact in float32). Negative sums mirror this. An
+    output that holds the input's range (the mean lies in it) then stores the quotient
+    by a plain cast, without scipy's wrap-around.
+    """
+    if in_dtype.kind not in "iu" or in_dtype.itemsize > 2 or out_dtype.kind not in "iu":
+        return False
+    limits = np.iinfo(in_dtype)
+    largest = max(-int(limits.min), int(limits.max))
+    return np.can_cast(in_dtype, out_dtype) and (largest + 1) * size < 2**24
 
 
 #: 8- and 16-bit windows of more elements than this select with a sliding histogram, others
