@@ -326,6 +326,8 @@ class MeanPass(_LinePass):
         loops = window_loops()
         size = self.before + self.after + 1
         options = (self.before, self.after, MODE_CODES[mode])
+        acc: type[np.number[Any]]
+        quot: type[np.floating[Any]]
         if mode != "constant" and narrow_mean(in_dtypes[0], out_dtype, size):
             stores, acc, quot = (0, False), np.int32, np.float32  # a plain cast stores
         else:
