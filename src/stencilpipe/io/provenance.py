@@ -127,7 +127,18 @@ def verifies(expected: Any, size: int, crc: Callable[[], str]) -> bool | None:
 def file_digest(fh: BinaryIO) -> dict[str, Any]:
     """:func:`digest` of the file open as ``fh`` (readable, its writes flushed): what a
     writer that encodes straight into its file records, instead of encoding into memory
-    first (two more frame-sized copies, into fresh pages)."""
+    first (two more frame-sized copies, into fresh pages).
+
+    A file of :data:`_MAPPED_SIZES` is mapped rather than read. Only a file this run has
+    just written is: one truncated by another process while mapped would kill this one
+    (SIGBUS), so outputs found on disk are verified by reading (:func:`_file_checksum`).
+    """
+    size = os.fstat(fh.fileno()).st_size
+    if size in _MAPPED_SIZES and hasattr(mmap, "MAP_SHARED"):
+        flags, prot = mmap.MAP_SHARED | _POPULATE, mmap.PROT_READ
+        with mmap.mmap(fh.fileno(), size, flags=flags, prot=prot) as mapped:
+            return {"size": size, CHECKSUM: f"{deflate_crc32(mapped):08x}"}
+    fh.seek(0)
     size, crc = _crc_of(fh)
     return {"size": size, CHECKSUM: crc}
 
@@ -135,7 +146,7 @@ def file_digest(fh: BinaryIO) -> dict[str, Any]:
 #: Each thread's buffer that :func:`_crc_of` reads into, kept from file to file.
 _BUFFER = threading.local()
 
-#: Sizes of the files :func:`_crc_of` maps instead of reading: mapped (and its pages
+#: Sizes of the files :func:`file_digest` maps instead of reading: mapped (and its pages
 #: populated at once), a 4 MiB file in the page cache takes 0.25 ms against 0.43 ms read
 #: into a buffer; small files read faster, and huge ones are not mapped whole.
 _MAPPED_SIZES = range(1 << 20, 1 << 28)
@@ -143,17 +154,11 @@ _POPULATE = getattr(mmap, "MAP_POPULATE", 0)  # Linux only
 
 
 def _crc_of(fh: BinaryIO) -> tuple[int, str]:
-    """Size and CRC-32 of the whole file open as ``fh``, mapped or read in pieces into a
-    buffer this thread reuses."""
-    size = os.fstat(fh.fileno()).st_size
-    if size in _MAPPED_SIZES and hasattr(mmap, "MAP_SHARED"):
-        flags, prot = mmap.MAP_SHARED | _POPULATE, mmap.PROT_READ
-        with mmap.mmap(fh.fileno(), size, flags=flags, prot=prot) as mapped:
-            return size, f"{deflate_crc32(mapped):08x}"
+    """Size and CRC-32 of what is left to read of ``fh``, read in pieces into a buffer
+    this thread reuses."""
     buffer = getattr(_BUFFER, "view", None)
     if buffer is None:
         buffer = _BUFFER.view = memoryview(bytearray(_PIECE))
-    fh.seek(0)
     size = value = 0
     while count := fh.readinto(buffer):  # type: ignore[attr-defined]
         value = deflate_crc32(cast(bytes, buffer[:count]), value)
