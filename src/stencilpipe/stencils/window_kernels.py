@@ -818,14 +818,15 @@ def running_mean(x, out, cval, first, last, before, after, mode, to, bits, signe
 
     Positions and shapes as :func:`extremum`'s; the output stored by :func:`store_all`.
     ``acc`` and ``quot`` are the types of the sums and of the quotients: float64 (scipy's),
-    or int32 and float32 where :func:`~.windows.narrow_mean` proved them exact.
+    or int32 and float32 where :func:`~.windows.narrow_mean` proved them exact (the
+    quotients then truncated to int32, as the store would).
     """
     n, width = x.shape[1], x.shape[2]
     size = before + after + 1
     divisor = quot(size)
     fill = acc(cval)
     total = np.empty(width, acc)
-    means = np.empty(width, quot)
+    means = np.empty(width, acc)  # int32 quotients store faster than float32 ones
     position = first
     while position < last:
         line = position // n
@@ -839,7 +840,7 @@ def running_mean(x, out, cval, first, last, before, after, mode, to, bits, signe
                 enter, leave = fold(i + after, n, mode), fold(i - 1 - before, n, mode)
                 slide_rows(total, x, line, enter, leave, fill, acc)
             for w in range(width):
-                means[w] = quot(total[w]) / divisor
+                means[w] = acc(quot(total[w]) / divisor)
             store_all(means, out[line, i], to, bits, signed)
         position = hi + line * n
 
