@@ -894,30 +894,33 @@ def running_mean_lines(x, out, cval, first, last, before, after, mode, to, bits,
 
 
 @jit
-def running_mean_integers(x, out, cval, first, last, before, after, mode, to, bits, signed, quot):
+def running_mean_integers(
+    x, out, cval, first, last, before, after, mode, to, bits, signed, acc, quot
+):
     """As :func:`running_mean_lines` for integer ``x``, one line at a time: its running sum
     in int64 (exact, as scipy's sums in double of integers are, so bit for bit scipy's),
-    one dependent addition per step, with the divisions and stores in a loop of their
+    one dependent addition per step, with the divisions and stores in loops of their
     own. The 16 lines side by side that float sums need cost more (2048x2048 uint8,
-    31 wide, 2 threads, loaded machine: 12 ms). ``quot`` is the type of the quotients, as
-    for :func:`running_mean`."""
+    31 wide, 2 threads, loaded machine: 12 ms). ``acc`` and ``quot`` as for
+    :func:`running_mean` (``acc`` types the quotients)."""
     n = x.shape[1]
     size = before + after + 1
     divisor = quot(size)
     values = np.empty(n + size - 1, np.int64)
-    sums = np.empty(n, quot)
+    sums = np.empty(n, np.int64)
+    means = np.empty(n, acc)
     for line in range(first, last):
         read_line(x, line, before, mode, cval, values)
         total = 0
         for r in range(size):
             total += values[r]
-        sums[0] = quot(total)
+        sums[0] = total
         for i in range(1, n):
             total += values[i + size - 1] - values[i - 1]
-            sums[i] = quot(total)
+            sums[i] = total
         for i in range(n):
-            sums[i] /= divisor
-        store_all(sums, out[line], to, bits, signed)
+            means[i] = acc(quot(sums[i]) / divisor)
+        store_all(means, out[line], to, bits, signed)
 
 
 @jit

@@ -338,7 +338,7 @@ class MeanPass(_LinePass):
             loops.running_mean(*args, acc, quot)
 
         def along_integers(*args: Any) -> None:
-            loops.running_mean_integers(*args, quot)
+            loops.running_mean_integers(*args, acc, quot)
 
         integers = in_dtypes[0].kind in "iu" and in_dtypes[0].itemsize <= 4  # exact in double
         along = along_integers if integers else loops.running_mean_lines
