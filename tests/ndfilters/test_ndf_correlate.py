@@ -290,3 +290,23 @@ def test_bad_mode_is_one_clear_error():
         ndf.correlate(sample("uint8"), WEIGHTS_2D, mode="edge")
     with pytest.raises(RuntimeError, match="sequence of modes"):
         ndf.correlate(sample("uint8"), WEIGHTS_2D, mode=["wrap", "reflect"])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_long_means_along_the_last_axis_equal_scipys_bit_for_bit(dtype):
+    """Means along the last axis longer than 15 (``window_kernels.running_mean_lines``:
+    16 lines side by side, 64 positions gathered at a time) sum each line from its start
+    as scipy does: equal bit for bit, for a line count that leaves a partial group, lines
+    that are not a whole number of gathers long, windows longer than the line, every
+    mode, origins and outputs."""
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((37, 301)) * 1000).astype(dtype)
+    for mode in MODES:
+        for size, origin in [(17, 0), (31, 3), (64, -5), (400, 0)]:
+            for output in (None, np.float32, np.int16):
+                kwargs = {"mode": mode, "cval": 2.5, "origin": origin, "output": output}
+                np.testing.assert_array_equal(
+                    ndf.uniform_filter1d(x, size, **kwargs),
+                    ndi.uniform_filter1d(x, size, **kwargs),
+                    err_msg=f"{mode} {size} {origin} {output}",
+                )

@@ -335,7 +335,7 @@ class Tiff:
         head = _head(path, storage_options)
         if head is None:
             return None
-        same = directory.prefix and head.startswith(directory.prefix)
+        same = bool(directory.prefix) and head.startswith(directory.prefix)
         mine = directory if same else TiffDirectory.parse(head)
         if mine is None or mine.layout != directory.layout or mine.needs > size:
             return None

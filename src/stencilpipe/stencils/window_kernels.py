@@ -59,7 +59,7 @@ def better(a, b, largest):
 
 @inline
 def read_piece(x, position, last, size, before, mode, cval, buffer):
-    """The piece of a line of :func:`extremum` or :func:`running_mean` from flat
+    """The piece of a line of :func:`extremum` from flat
     ``position``: ``(line, lo, hi, values)``, its positions ``[lo, hi)`` along line
     ``line`` (up to the line's end, ``last``, or the ``buffer.shape[0] - size + 1`` that
     ``buffer`` holds) and the ``hi - lo + size - 1`` rows they read, folded, in a view of
