@@ -82,7 +82,7 @@ def cli(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProc
     )
 
 
-ENV = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+ENV = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "PYTHONFAULTHANDLER": "1"}
 
 
 def _names(folder: Path) -> list[str]:
@@ -185,6 +185,17 @@ def test_a_worker_killed_while_writing_is_replaced_and_the_run_completes(
 
 # -- the client interrupted ---------------------------------------------------------------------
 
+
+def _communicate_or_dump(run: subprocess.Popen, timeout: float) -> tuple[str, str]:
+    """``run.communicate``; if the client hangs instead, fail showing where each of its
+    threads is (faulthandler prints them on SIGABRT: ``PYTHONFAULTHANDLER`` is set)."""
+    try:
+        return run.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.kill(run.pid, signal.SIGABRT)
+        stdout, stderr = run.communicate(timeout=30)
+        pytest.fail(f"the client hung for {timeout} s\nstdout:\n{stdout}\nstderr:\n{stderr}")
+
 INTERRUPTED = "interrupted: finished outputs are kept; rerun to resume"
 
 
@@ -214,7 +225,7 @@ def test_sigint_exits_130_with_one_line_and_a_rerun_resumes_to_identical_bytes(t
             os.kill(run.pid, signal.SIGINT)
         else:
             os.killpg(run.pid, signal.SIGINT)
-        stdout, stderr = run.communicate(timeout=120)
+        stdout, stderr = _communicate_or_dump(run, timeout=120)
     finally:
         stop(run)
         try:
@@ -425,7 +436,7 @@ def test_when_every_worker_is_lost_the_run_ends_in_one_line_and_removes_its_temp
         for process in nannies + workers:  # the nannies first: they would restart the workers
             process.kill()
         done_at_kill = len(finals(out))
-        stdout, stderr = run.communicate(timeout=120)
+        stdout, stderr = _communicate_or_dump(run, timeout=120)
     finally:
         stop(run)
     shown = f"exit {run.returncode}\nstdout:\n{stdout}\nstderr:\n{stderr}"

@@ -13,6 +13,7 @@ threaded scheduler fill one empty cache at once; a later process loads every ker
 from __future__ import annotations
 
 import ast
+import importlib
 import importlib.util
 import subprocess
 import sys
@@ -27,6 +28,8 @@ from scipy import ndimage as ndi
 
 import stencilpipe as sp
 from oracle import kernel_by_loop
+
+stencil_module = importlib.import_module("stencilpipe.stencils.stencil")
 
 THREADS = 8
 
@@ -63,10 +66,12 @@ def parses_alone(monkeypatch):
 
 @pytest.fixture
 def loads(monkeypatch, tmp_path):
-    """An empty kernel cache, and none of the generated modules this process already ran
-    (earlier tests in it would have loaded some); yields the names of the generated modules
-    executed, one per execution."""
+    """An empty kernel cache, and none of the generated modules or stencils this process
+    already made (earlier tests in it would have compiled some: a filter made again shares
+    their code); yields the names of the generated modules executed, one per execution."""
     monkeypatch.setenv("STENCILPIPE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(stencil_module, "_generated", {})
+    monkeypatch.setattr(stencil_module, "_unpickled", {})
     for name in [name for name in sys.modules if name.startswith("_stencilpipe_gen_")]:
         monkeypatch.delitem(sys.modules, name)
     loaded: list[str] = []
