@@ -196,6 +196,7 @@ def _communicate_or_dump(run: subprocess.Popen, timeout: float) -> tuple[str, st
         stdout, stderr = run.communicate(timeout=30)
         pytest.fail(f"the client hung for {timeout} s\nstdout:\n{stdout}\nstderr:\n{stderr}")
 
+
 INTERRUPTED = "interrupted: finished outputs are kept; rerun to resume"
 
 
