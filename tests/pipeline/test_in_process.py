@@ -207,3 +207,36 @@ def test_the_progress_display_names_each_phase_from_the_start_then_counts_frames
     assert phases.index(headers) < phases.index("compile stages") < phases.index("hidden")
     assert shown.index(("update", "hidden")) < shown.index(("add", "frames"))
     check_outputs(tmp_path, frames)
+
+
+@pytest.mark.parametrize("ending", [KeyboardInterrupt, RuntimeError])
+def test_an_interrupted_run_removes_its_temporary_files_without_a_file_system_flush(
+    tmp_path, frames, monkeypatch, ending
+):
+    """Ctrl-C ends a run at once: its clean-up removes the temporary files a write left
+    but does not wait for ``syncfs`` (all that any process dirtied on the file system, as
+    long as the disk needs for it). A run that ends on an error still flushes what it
+    finished. Counted here: the ``syncfs`` calls after the run's frames are all written."""
+    atomic = importlib.import_module("stencilpipe.io.atomic")
+    syncs = []
+    real_sync = atomic._sync_file_system
+    monkeypatch.setattr(
+        atomic, "_sync_file_system", lambda fd, d: (syncs.append(d), real_sync(fd, d))
+    )
+    real_computed = run_module._computed
+
+    def computed_then_ended(compute, work, locks, console):
+        real_computed(compute, work, locks, console)
+        leftover = tmp_path / "out" / f".f0.tif.{work.write.run}-{'0' * 12}.tmp"
+        leftover.write_bytes(b"what a lost worker left")  # as its temporary file
+        syncs.clear()
+        raise ending
+
+    monkeypatch.setattr(run_module, "_computed", computed_then_ended)
+    with pytest.raises(ending):
+        run(config_for(tmp_path), console=Console(quiet=True), progress=False)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(
+        [f"{name}.tif" for name in frames] + [".stencilpipe"]
+    )
+    assert syncs == ([] if ending is KeyboardInterrupt else [str(tmp_path / "out")])
+    check_outputs(tmp_path, frames)

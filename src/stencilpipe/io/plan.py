@@ -222,13 +222,14 @@ class PendingWrite:
             report, self.directory, self.run, self.durability
         )
 
-    def finish(self) -> Delayed:
-        """Delayed: remove the temporary files that workers lost mid-write left behind.
+    def finish(self, durability: str | None = None) -> Delayed:
+        """Delayed: remove the temporary files that workers lost mid-write left behind,
+        then flush as ``durability`` (default: the write's own) asks.
 
         Compute it once every block has finished (or failed); it returns how many it removed.
         """
         return dask.delayed(_remove_own_temps, pure=False)(
-            self.directory, self.run, self.durability
+            self.directory, self.run, durability or self.durability
         )
 
     def blocks(self) -> list[Delayed]:

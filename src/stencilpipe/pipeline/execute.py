@@ -253,11 +253,17 @@ class _Watch:
             )
 
 
-def remove_leftovers(write: Any) -> None:
+def remove_leftovers(write: Any, *, durable: bool = True) -> None:
     """Remove, from this machine, the temporary files that ``write`` left (workers killed
-    mid-write): the last clean-up of a run that ended early."""
+    mid-write): the last clean-up of a run that ended early.
+
+    Unless ``durable``, the outputs finished are not flushed to the disk: an interrupted run
+    ends at once, instead of waiting for a flush of the whole file system (everything any
+    process wrote to it). A crash before the operating system writes them back can then
+    lose them; a rerun finds them by their checksums and writes them again.
+    """
     if isinstance(write, PendingWrite) and write.status is not None:
         if os.path.isdir(write.directory):
             import dask
 
-            write.finish().compute(scheduler=dask.get)
+            write.finish(None if durable else NONE).compute(scheduler=dask.get)

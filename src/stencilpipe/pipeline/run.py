@@ -497,8 +497,9 @@ def run(
             _check_report_path(report, work)
         try:
             summary = _compute(config, work, locks, console, report, bar)
-        except BaseException:  # a run that ends early: a finished one cleaned up already
-            remove_leftovers(work.write)
+        except BaseException as exc:  # a run that ends early: a finished one cleaned up already
+            # Ctrl-C asks to stop now: no wait for a flush of the whole file system.
+            remove_leftovers(work.write, durable=not isinstance(exc, KeyboardInterrupt))
             raise
     log.info(
         "summary: %d written, %d kept, %d recomputed as stale, %d as damaged, %d failed, "
