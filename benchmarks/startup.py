@@ -107,8 +107,9 @@ def large(tmp: Path) -> None:
     process start, as the CLI runs it), peak RSS; then the graph built again (``plan``)."""
     source = write_frames(tmp / "large", LARGE, (64, 64))
     script = f"""
-import importlib, resource, sys, time
+import gc, importlib, resource, sys, time
 start = time.perf_counter()
+gc.disable()  # as the CLI imports (cli._pause_gc), enabled again when it calls run()
 from rich.console import Console
 from stencilpipe.pipeline import parse_config, plan
 execute = importlib.import_module("stencilpipe.pipeline.execute")
@@ -130,6 +131,7 @@ def timed_bar(console):
 run.progress_bar = timed_bar
 config = parse_config({{"input": "{source}", "output": "{tmp / "large-out"}",
                        "stages": [{{"mean": {{"size": 3}}}}], "resume": False}})
+gc.enable()
 run.run(config, console=Console(force_terminal=True, file=open("/dev/null", "w")))
 total = time.perf_counter() - start
 children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024

@@ -17,6 +17,7 @@ import zarr
 from hypothesis import given
 from hypothesis import strategies as st
 from io_samples import frame, write_pngs
+from natsort import natsort_keygen, natsorted, ns
 from PIL import Image
 
 from stencilpipe.errors import ImageStackError
@@ -54,6 +55,18 @@ def test_natural_key_orders_numbers_by_value(numbers):
     names = [f"frame_{n}.tif" for n in numbers]
     random.Random(0).shuffle(names)
     assert sorted(names, key=natural_key) == [f"frame_{n}.tif" for n in sorted(numbers)]
+
+
+@given(st.text(alphabet="aZ09 ._-/\u00c4\u0663", max_size=12))
+def test_natural_key_is_natsorts_key_ignoring_case(text):
+    """Its own split of ASCII text (and natsort's of other text) gives natsort's key."""
+    assert natural_key(text) == natsort_keygen(alg=ns.IGNORECASE)(text)
+
+
+@given(st.lists(st.text(alphabet="aB019_.\u00e9\u0663", max_size=8), max_size=20))
+def test_natural_order_is_natsorts(names):
+    """Keys of ASCII and non-ASCII names compare with each other as natsort's do."""
+    assert sorted(names, key=natural_key) == natsorted(names, alg=ns.IGNORECASE)
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16])

@@ -8,6 +8,7 @@ the files read back by tifffile.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 
@@ -17,6 +18,7 @@ import tifffile
 from rich.console import Console
 from scipy import ndimage as ndi
 
+import stencilpipe as sp
 from stencilpipe.pipeline import parse_config, run
 
 run_module = importlib.import_module("stencilpipe.pipeline.run")  # the name is run()'s too
@@ -240,3 +242,30 @@ def test_an_interrupted_run_removes_its_temporary_files_without_a_file_system_fl
     )
     assert syncs == ([] if ending is KeyboardInterrupt else [str(tmp_path / "out")])
     check_outputs(tmp_path, frames)
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_planning_runs_without_the_cyclic_collector_which_comes_back_after(
+    tmp_path, frames, monkeypatch, fails
+):
+    """The collector walks every object each time it runs, and planning makes many that
+    stay (headers, kernels): it is paused while the run plans, and enabled again after,
+    also when planning fails."""
+    real_plan = run_module.plan
+    seen = []
+
+    def plan(*args, **kwargs):
+        seen.append(gc.isenabled())
+        if fails:
+            raise sp.ImageStackError("a bad header")
+        return real_plan(*args, **kwargs)
+
+    monkeypatch.setattr(run_module, "plan", plan)
+    assert gc.isenabled()
+    if fails:
+        with pytest.raises(sp.ImageStackError):
+            run(config_for(tmp_path), console=Console(quiet=True), progress=False)
+    else:
+        run(config_for(tmp_path), console=Console(quiet=True), progress=False)
+        check_outputs(tmp_path, frames)
+    assert seen == [False] and gc.isenabled()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import gc
 import inspect
 import logging
 import math
@@ -492,7 +493,8 @@ def run(
     bar = progress_bar(console) if progress else None
     with Locks(wait=wait) as locks, bar or contextlib.nullcontext(), _phases_on(bar):
         # An existing scheduler's workers are asked once connected (_compute), not here.
-        work = plan(config, lock=locks.take, ask_workers=False)
+        with _collector_paused():
+            work = plan(config, lock=locks.take, ask_workers=False)
         if report:
             _check_report_path(report, work)
         try:
@@ -516,6 +518,25 @@ def run(
     for failure in summary.failures:
         console.print(f"failed: {failure}", soft_wrap=True, markup=False, highlight=False)
     return summary
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside the block (the CLI pauses it for its imports too).
+
+    Planning makes objects that stay for the whole run (a header per file, the kernels and
+    the registries Numba loads with them, the graph), and the collector walks every object
+    each time it runs: 20,000 files, from process start to the bar of frames, 2.4-2.6 s
+    with it and 1.9-2.1 s without. What the block leaves is collected once it runs again.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 #: Up to these frames, or these bytes of input whatever its frames, a run whose cluster is
