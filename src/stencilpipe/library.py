@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from .stencils import Stencil
+from .stencils.dtypes import exact_reciprocal
 from .stencils.gauss_int import INPUTS as FLOAT32_GAUSSIAN_INPUTS
 from .stencils.gauss_int import GaussianPass
 from .stencils.windows import (
@@ -198,7 +199,7 @@ def _integer_mean_passes(
         step = f"mean_pass{d}_{kind}"
         body = _weighted_sum(step, terms, kind)
         if d == len(passes) - 1:
-            multiplier, shift = _reciprocal(count, bound)
+            multiplier, shift = exact_reciprocal(count, bound)
             if multiplier >= 1 << 32:
                 return None
             # The biased sum cast back to ``kind`` (it fits: ``bound``): LLVM then sees a
@@ -211,19 +212,6 @@ def _integer_mean_passes(
             body = body.replace("    return total\n", f"    return {rounded}\n")
         steps.append(_from_source(step, body, {}, dtype=np.dtype(kind)))
     return tuple(steps)
-
-
-def _reciprocal(divisor: int, bound: int) -> tuple[int, int]:
-    """``(m, s)`` with ``(n * m) >> s == n // divisor`` for every ``0 <= n <= bound``.
-
-    Granlund and Montgomery (1994), theorem 4.2: with ``N`` the bits of ``bound``,
-    ``l = ceil(log2(divisor))`` and ``m = ceil(2**(N + l) / divisor)``, ``m * divisor``
-    exceeds ``2**(N + l)`` by less than ``2**l``, which makes the quotient exact. Where
-    ``m`` fits 32 bits (the caller checks), ``n * m`` is one packed 32x32->64-bit
-    multiplication (LLVM does not vectorise a division by a 32-bit constant).
-    """
-    shift = bound.bit_length() + (divisor - 1).bit_length()
-    return -(-(1 << shift) // divisor), shift
 
 
 def _divided_by(count: int) -> str:

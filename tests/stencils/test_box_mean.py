@@ -94,14 +94,15 @@ def test_dask_chunks_and_fused_chains_equal_numpy():
 @pytest.mark.parametrize("dtype", [*DTYPES, np.int32, np.uint32])
 @pytest.mark.parametrize("mode", MODES)
 def test_ndfilters_uniform_along_lines_of_integers(dtype, mode):
-    """ndfilters' uniform filter of integers sums each line in int64
-    (``window_kernels.running_mean_integers``): scipy's values, and its stores."""
+    """ndfilters' uniform filter of integers sums each line exactly, by doubling
+    (``window_kernels.window_sums``: windows of one to several binary digits, beyond the
+    unrolled runs at 64 and 400): scipy's values, and its stores."""
     from scipy import ndimage as ndi
 
     import stencilpipe.ndfilters as ndf
 
     x = frames(dtype, (7, 301))
-    for size in (17, 31, 400):
+    for size in (1, 2, 3, 17, 31, 64, 400):
         want = ndi.uniform_filter1d(x, size, axis=1, mode=mode, cval=3)
         got = ndf.uniform_filter1d(x, size, axis=1, mode=mode, cval=3)
         np.testing.assert_array_equal(got, want, err_msg=str(size))
@@ -121,7 +122,9 @@ def test_ndfilters_running_means_in_int32_and_float32_are_scipys(dtype, axis):
     divide in float32 (``windows.narrow_mean``), which must truncate as scipy's double
     does: full-range, constant-extreme and one-below-a-multiple lines, window sizes up to
     the float32 bound (255 for 16 bits: narrow) and past it (256: in double), every
-    mode, outputs that are narrow and that are not (wider, float, wrapping)."""
+    mode, outputs that are narrow and that are not (wider, float, wrapping). Along
+    lines, uint8 windows of up to 257 sum in uint16 (257 x 255 is its largest value)
+    and divide by an exact reciprocal; 258 sums in int32."""
     from scipy import ndimage as ndi
 
     import stencilpipe.ndfilters as ndf
@@ -144,7 +147,7 @@ def test_ndfilters_running_means_in_int32_and_float32_are_scipys(dtype, axis):
     x = np.ascontiguousarray(lines.T if axis == 0 else lines)
     outputs = [None, np.int32, np.float32, np.uint8 if dtype != np.uint8 else np.int8]
     for mode in ["reflect", "nearest", "mirror", "wrap", "constant"]:
-        for size in (17, 63, 255, 256):
+        for size in (17, 63, 255, 256, 257, 258):
             for output in outputs:
                 want = ndi.uniform_filter1d(x, size, axis=axis, mode=mode, output=output, cval=3)
                 got = ndf.uniform_filter1d(x, size, axis=axis, mode=mode, output=output, cval=3)

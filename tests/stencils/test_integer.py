@@ -194,12 +194,12 @@ def test_integer_means_round_exactly_like_float64(dtype):
 
 @pytest.mark.parametrize("divisor", [1, 3, 5, 9, 15, 25, 49, 81, 121, 225, 961])
 def test_the_reciprocal_divides_exactly_over_the_whole_range(divisor):
-    """library._reciprocal: (n * m) >> s == n // divisor for every n the mean can sum
+    """dtypes.exact_reciprocal: (n * m) >> s == n // divisor for every n the mean can sum
     (uint8 and 3x3 or 15x15 windows) and near the largest bound it is used for."""
-    from stencilpipe.library import _reciprocal
+    from stencilpipe.stencils.dtypes import exact_reciprocal
 
     for bound in (255 * divisor + divisor // 2, 65535 * divisor + divisor // 2):
-        multiplier, shift = _reciprocal(divisor, bound)
+        multiplier, shift = exact_reciprocal(divisor, bound)
         assert multiplier < 2**32 and bound < 2**32
         n = np.arange(max(0, bound - 2_000_000), bound + 1, dtype=np.uint64)
         np.testing.assert_array_equal((n * np.uint64(multiplier)) >> np.uint64(shift), n // divisor)

@@ -23,7 +23,14 @@ import numpy as np
 
 from ..errors import KernelError
 
-__all__ = ["SUPPORTED", "check_dtype", "integer_accumulator", "wide_type_name", "result_dtype"]
+__all__ = [
+    "SUPPORTED",
+    "check_dtype",
+    "exact_reciprocal",
+    "integer_accumulator",
+    "result_dtype",
+    "wide_type_name",
+]
 
 SUPPORTED = tuple(
     np.dtype(t)
@@ -51,6 +58,19 @@ def check_dtype(dtype: Any, what: str) -> np.dtype:
             f"supported: {', '.join(str(d) for d in SUPPORTED)} (convert with .astype)"
         )
     return dtype
+
+
+def exact_reciprocal(divisor: int, bound: int) -> tuple[int, int]:
+    """``(m, s)`` with ``(n * m) >> s == n // divisor`` for every ``0 <= n <= bound``.
+
+    Granlund and Montgomery (1994), theorem 4.2: with ``N`` the bits of ``bound``,
+    ``l = ceil(log2(divisor))`` and ``m = ceil(2**(N + l) / divisor)``, ``m * divisor``
+    exceeds ``2**(N + l)`` by less than ``2**l``, which makes the quotient exact. Where
+    ``m`` fits 32 bits (the caller checks), ``n * m`` is one packed 32x32->64-bit
+    multiplication (LLVM does not vectorise a division by a 32-bit constant).
+    """
+    shift = bound.bit_length() + (divisor - 1).bit_length()
+    return -(-(1 << shift) // divisor), shift
 
 
 def wide_type_name(dtype: np.dtype) -> str:

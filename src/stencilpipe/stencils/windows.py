@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from .boundary import MODE_CODES
+from .dtypes import exact_reciprocal
 from .modules import load_module
 from .threads import run_rows
 
@@ -333,16 +334,34 @@ class MeanPass(_LinePass):
         else:
             bits = 0 if out_dtype.kind == "f" else 8 * out_dtype.itemsize
             stores, acc, quot = (bits, out_dtype.kind == "i"), np.float64, np.float64
+        sums_type, divide = _line_sums(in_dtypes[0], size, narrow=acc is np.int32)
 
         def across(*args: Any) -> None:
             loops.running_mean(*args, acc, quot)
 
         def along_integers(*args: Any) -> None:
-            loops.running_mean_integers(*args, acc, quot)
+            loops.running_mean_integers(*args, acc, quot, sums_type, divide)
 
         integers = in_dtypes[0].kind in "iu" and in_dtypes[0].itemsize <= 4  # exact in double
         along = along_integers if integers else loops.running_mean_lines
         return self._rows(across, along, options, stores, out_dtype)
+
+
+def _line_sums(
+    in_dtype: np.dtype, size: int, *, narrow: bool
+) -> tuple[type[np.integer[Any]], tuple[int, int]]:
+    """The type of the window sums of :func:`.window_kernels.running_mean_integers` and
+    how they divide (``(multiplier, shift)``; ``(0, 0)``: in floats).
+
+    Sums of uint8 windows of up to 257 fit uint16, whose lanes are twice int32's and four
+    times int64's, and are never negative: they divide exactly by a reciprocal
+    (:func:`.dtypes.exact_reciprocal`), a multiplication instead of a vector division.
+    Other sums take int32 where :func:`narrow_mean` proved it exact, else int64.
+    """
+    if narrow and in_dtype == np.uint8 and 255 * size <= np.iinfo(np.uint16).max:
+        multiplier, shift = exact_reciprocal(size, 255 * size)
+        return np.uint16, (multiplier, shift)
+    return (np.int32 if narrow else np.int64), (0, 0)
 
 
 def narrow_mean(in_dtype: np.dtype, out_dtype: np.dtype, size: int) -> bool:
