@@ -207,7 +207,7 @@ def running_means(rng: np.random.Generator) -> None:
     print("|---|---|---|---|---|")
     for dtype in ("uint8", "uint16", "int32"):
         x = rng.integers(0, 256, (2048, 2048)).astype(dtype)
-        for size in (9, 11, 13, 15):
+        for size in (3, 5, 7, 9, 11, 13, 15):
             per_point = uniform1d_kernel.__wrapped__(size, 0, np.dtype(dtype))
             per_point.passes = None
             running = uniform1d_kernel.__wrapped__(size, 0, np.dtype(dtype))

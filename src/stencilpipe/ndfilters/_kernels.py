@@ -122,12 +122,12 @@ def correlate1d_kernel(
 RUNNING_MEAN_ABOVE = {True: 3, False: 15}
 
 #: Along the last axis, 8- and 16-bit integer outputs (of integer inputs: exact integer
-#: running sums, :func:`~stencilpipe.stencils.window_kernels.running_mean_integers`) run the
-#: running sum above these sizes instead. 2048x2048, 1 and 2 threads, load < 1, running /
-#: per-point time (``benchmarks/windows.py --running-mean``): uint8 size 9 0.83-1.10, 11
-#: 0.89-0.92, 13 0.80-0.81, 15 0.69-0.73; uint16 11 1.02-1.04, 13 0.88-0.91, 15 0.77;
-#: int32 keeps the per-point sum (15: 1.31).
-RUNNING_INTEGER_MEAN_ABOVE = {1: 10, 2: 12}
+#: window sums, :func:`~stencilpipe.stencils.window_kernels.running_mean_integers`) run
+#: those above these sizes instead. 2048x2048, 1 thread, load 1.5-1.7, two runs, running /
+#: per-point time (``benchmarks/windows.py --running-mean``): uint8 size 3 0.78-1.08, 5
+#: 0.64-0.86, 7 0.52-0.80, 9 and more 0.38-0.71; uint16 5 1.15-1.21, 7 0.88-1.02, 9 and more
+#: 0.64-0.86; int32 keeps the per-point sum up to 15 (1.5-3.6).
+RUNNING_INTEGER_MEAN_ABOVE = {1: 4, 2: 8}
 
 
 @functools.lru_cache(maxsize=128)
