@@ -806,7 +806,9 @@ def slide_rows(total, x, line, enter, leave, cval, acc):
 
 
 @jit
-def running_mean(x, out, cval, first, last, before, after, mode, to, bits, signed, acc, quot):
+def running_mean(
+    x, out, cval, first, last, before, after, mode, to, bits, signed, acc, quot, sums_type, divide
+):
     """``out[l, i, :]`` = the mean of ``x[l, i - before : i + after + 1, :]``, as scipy's
     ``uniform_filter1d`` computes it: a running sum in double (the first window summed
     in order, then the difference of the element entering and the one leaving added),
@@ -819,13 +821,16 @@ def running_mean(x, out, cval, first, last, before, after, mode, to, bits, signe
     Positions and shapes as :func:`extremum`'s; the output stored by :func:`store_all`.
     ``acc`` and ``quot`` are the types of the sums and of the quotients: float64 (scipy's),
     or int32 and float32 where :func:`~.windows.narrow_mean` proved them exact (the
-    quotients then truncated to int32, as the store would).
+    quotients then truncated to int32, as the store would). ``sums_type`` and ``divide``
+    as for :func:`running_mean_integers`: uint16 sums of uint8 windows divided by a
+    reciprocal, or sums in ``acc`` divided in ``quot``.
     """
     n, width = x.shape[1], x.shape[2]
     size = before + after + 1
     divisor = quot(size)
-    fill = acc(cval)
-    total = np.empty(width, acc)
+    multiplier, shift = np.uint64(divide[0]), np.uint64(divide[1])
+    fill = sums_type(cval)
+    total = np.empty(width, sums_type)
     means = np.empty(width, acc)  # int32 quotients store faster than float32 ones
     position = first
     while position < last:
@@ -834,13 +839,17 @@ def running_mean(x, out, cval, first, last, before, after, mode, to, bits, signe
         hi = min(n, lo + last - position)
         total[:] = 0
         for r in range(size):
-            sum_row(total, x, line, fold(lo - before + r, n, mode), fill, acc)
+            sum_row(total, x, line, fold(lo - before + r, n, mode), fill, sums_type)
         for i in range(lo, hi):
             if i > lo:
                 enter, leave = fold(i + after, n, mode), fold(i - 1 - before, n, mode)
-                slide_rows(total, x, line, enter, leave, fill, acc)
-            for w in range(width):
-                means[w] = acc(quot(total[w]) / divisor)
+                slide_rows(total, x, line, enter, leave, fill, sums_type)
+            if multiplier:
+                for w in range(width):
+                    means[w] = acc((np.uint64(total[w]) * multiplier) >> shift)
+            else:
+                for w in range(width):
+                    means[w] = acc(quot(total[w]) / divisor)
             store_all(means, out[line, i], to, bits, signed)
         position = hi + line * n
 

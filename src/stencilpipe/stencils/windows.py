@@ -336,8 +336,10 @@ class MeanPass(_LinePass):
             stores, acc, quot = (bits, out_dtype.kind == "i"), np.float64, np.float64
         sums_type, divide = _line_sums(in_dtypes[0], size, narrow=acc is np.int32)
 
+        across_sums = sums_type if divide[0] else acc  # float sums stay floats
+
         def across(*args: Any) -> None:
-            loops.running_mean(*args, acc, quot)
+            loops.running_mean(*args, acc, quot, across_sums, divide)
 
         def along_integers(*args: Any) -> None:
             loops.running_mean_integers(*args, acc, quot, sums_type, divide)
