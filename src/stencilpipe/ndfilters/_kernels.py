@@ -126,7 +126,7 @@ RUNNING_MEAN_ABOVE = {True: 3, False: 15}
 #: those above these sizes instead. 2048x2048, 1 thread, load 1.5-1.7, two runs, running /
 #: per-point time (``benchmarks/windows.py --running-mean``): uint8 size 3 0.78-1.08, 5
 #: 0.64-0.86, 7 0.52-0.80, 9 and more 0.38-0.71; uint16 5 1.15-1.21, 7 0.88-1.02, 9 and more
-#: 0.64-0.86; int32 keeps the per-point sum up to 15 (1.5-3.6).
+#: 0.64-0.86; int32 keeps the per-point sum up to 15 (its int64 running sum: 1.5-2.3).
 RUNNING_INTEGER_MEAN_ABOVE = {1: 4, 2: 8}
 
 

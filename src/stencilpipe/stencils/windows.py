@@ -335,8 +335,7 @@ class MeanPass(_LinePass):
             bits = 0 if out_dtype.kind == "f" else 8 * out_dtype.itemsize
             stores, acc, quot = (bits, out_dtype.kind == "i"), np.float64, np.float64
         sums_type, divide = _line_sums(in_dtypes[0], size, narrow=acc is np.int32)
-
-        across_sums = sums_type if divide[0] else acc  # float sums stay floats
+        across_sums = sums_type if divide[0] else acc
 
         def across(*args: Any) -> None:
             loops.running_mean(*args, acc, quot, across_sums, divide)
@@ -353,7 +352,9 @@ def _line_sums(
     in_dtype: np.dtype, size: int, *, narrow: bool
 ) -> tuple[type[np.integer[Any]], tuple[int, int]]:
     """The type of the window sums of :func:`.window_kernels.running_mean_integers` and
-    how they divide (``(multiplier, shift)``; ``(0, 0)``: in floats).
+    how they divide (``(multiplier, shift)``; ``(0, 0)``: in floats). The running sums
+    across lines (:func:`.window_kernels.running_mean`) take the type where it divides by
+    the reciprocal, else the quotients' type.
 
     Sums of uint8 windows of up to 257 fit uint16, whose lanes are twice int32's and four
     times int64's, and are never negative: they divide exactly by a reciprocal
