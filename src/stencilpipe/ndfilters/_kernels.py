@@ -17,7 +17,8 @@ import numpy as np
 
 from ..library import _big_median, _extremum_kind, _from_source, _selection_network, median
 from ..stencils import Stencil
-from ..stencils.windows import MEAN_STORES, BoxExtremum, ExtremumPass, MeanPass, RankWindow
+from ..stencils.correlate_passes import CorrelatePass, CorrelateWindow
+from ..stencils.windows import SCIPY_STORES, BoxExtremum, ExtremumPass, MeanPass, RankWindow
 from ._casting import store_lines
 
 __all__ = [
@@ -63,11 +64,25 @@ def correlate_kernel(terms: tuple[tuple[Offset, float], ...], store: np.dtype) -
     """scipy's N-D correlation: ``sum(w * x[offset])`` in the footprint's C order.
 
     ``terms`` are (offset, weight) in that order; weights within machine epsilon
-    of zero are left out as scipy leaves them out.
+    of zero are left out as scipy leaves them out. The GPU, and the CPU on big calls, run
+    the kernel written out; the CPU's small calls (see
+    :data:`~stencilpipe.stencils.stencil.SMALL_CALL`), for 1 to 3 axes, the same sums
+    from the weights as data (:class:`~stencilpipe.stencils.correlate_passes.CorrelateWindow`,
+    compiled once per dtype whatever the weights), for outputs of
+    :data:`~stencilpipe.stencils.windows.SCIPY_STORES`.
     """
     kept = [(offset, w) for offset, w in terms if abs(w) > _EPSILON]
     body = ["    t = 0.0"] + [f"    t += {w!r} * {_read(offset)}" for offset, w in kept]
-    return _kernel("correlate", body, store)
+    made = _kernel("correlate", body, store)
+    ndim = len(terms[0][0])
+    if store in SCIPY_STORES and ndim <= 3 and kept:
+        offsets = np.array([offset for offset, _ in kept])
+        first, last = np.minimum(offsets.min(0), 0), np.maximum(offsets.max(0), 0)
+        places = np.ravel_multi_index(tuple((offsets - first).T), tuple(last - first + 1))
+        reach = tuple((-int(f), int(la)) for f, la in zip(first, last))
+        step = CorrelateWindow(reach, tuple(map(int, places)), tuple(w for _, w in kept))
+        made.passes = {"small": (step,)}
+    return made
 
 
 def _symmetry(weights: tuple[float, ...]) -> int:
@@ -91,7 +106,12 @@ def correlate1d_kernel(
     summation orders.
 
     Symmetric and antisymmetric odd weights sum the pairs around the centre first,
-    ``(x[-k] + x[k]) * w[-k]``; other weights start from the last one.
+    ``(x[-k] + x[k]) * w[-k]``; other weights start from the last one. The GPU, and the
+    CPU on big calls, run the kernel written out; the CPU's small calls (see
+    :data:`~stencilpipe.stencils.stencil.SMALL_CALL`) the same sums from the weights as
+    data (:class:`~stencilpipe.stencils.correlate_passes.CorrelatePass`, compiled once
+    per dtype whatever the weights), for outputs of
+    :data:`~stencilpipe.stencils.windows.SCIPY_STORES`.
     """
     before = len(weights) // 2
     after = len(weights) - before - 1
@@ -110,7 +130,12 @@ def correlate1d_kernel(
     else:
         body = [f"    t = {read(after)} * {w(after)}"]
         body += [f"    t += {read(k)} * {w(k)}" for k in range(-before, after)]
-    return _kernel("correlate1d", body, store)
+    made = _kernel("correlate1d", body, store)
+    if store in SCIPY_STORES:
+        reach = (before + origin, after - origin)
+        step = CorrelatePass(0, *reach, 2 if across else 1, weights, symmetry)
+        made.passes = {"small": (step,)}
+    return made
 
 
 #: Means longer than this run scipy's running sum on the CPU (:class:`MeanPass`): across
@@ -137,7 +162,7 @@ def uniform1d_kernel(size: int, origin: int, store: np.dtype, across: bool = Fal
     The CPU runs scipy's running sum (:class:`~stencilpipe.stencils.windows.MeanPass`,
     compiled once per dtype whatever the size and mode) for sizes above
     :data:`RUNNING_MEAN_ABOVE` (:data:`RUNNING_INTEGER_MEAN_ABOVE`) into
-    :data:`~stencilpipe.stencils.windows.MEAN_STORES`; the GPU, and other sizes and outputs,
+    :data:`~stencilpipe.stencils.windows.SCIPY_STORES`; the GPU, and other sizes and outputs,
     a sum in order divided once, which is exact for integers and equals scipy's at each
     line's start.
     """
@@ -150,7 +175,7 @@ def uniform1d_kernel(size: int, origin: int, store: np.dtype, across: bool = Fal
     above = RUNNING_MEAN_ABOVE[across]
     if not across and store.kind in "iu":
         above = RUNNING_INTEGER_MEAN_ABOVE.get(store.itemsize, above)
-    if size > above and store in MEAN_STORES:
+    if size > above and store in SCIPY_STORES:
         reach = (before + origin, size - 1 - before - origin)
         made.passes = {"cpu": (MeanPass(0, *reach, 2 if across else 1),)}
     return made
@@ -165,7 +190,10 @@ def rank_kernel(
     Minimum and maximum are a chain of ``min``/``max``; other ranks a selection
     network. With ``cast`` the value is stored as scipy stores a double in
     ``store``; without, it is returned as read (the output is ``store``, or the
-    input's dtype for None).
+    input's dtype for None), and the CPU's small calls (see
+    :data:`~stencilpipe.stencils.stencil.SMALL_CALL`) over up to 3 axes select with
+    :class:`~stencilpipe.stencils.windows.RankWindow` (compiled once per dtype, where
+    the kernel written out compiles for seconds per window).
     """
     reads = [_read(offset) for offset in offsets]
     if rank in (0, len(reads) - 1):
@@ -181,8 +209,24 @@ def rank_kernel(
         result = f"v{rank}"
     if not cast:
         source = "\n".join(["def rank(x):", *body, f"    return {result}"]) + "\n"
-        return _from_source("rank", source, {}, dtype=store)
+        made = _from_source("rank", source, {}, dtype=store)
+        if len(offsets[0]) <= 3:
+            reach, points = _window(offsets)
+            made.passes = {"small": (RankWindow(reach, rank, points),)}
+        return made
     return _kernel("rank", [*body, f"    t = np.float64({result})"], store)
+
+
+def _window(offsets: tuple[Offset, ...]) -> tuple[tuple[tuple[int, int], ...], tuple | None]:
+    """The reach of the box holding ``offsets`` (up to 3 axes) and their places in it (flat,
+    C order; None where they fill it), for :class:`~stencilpipe.stencils.windows.RankWindow`."""
+    places = np.array(offsets)
+    first, last = places.min(0), places.max(0)
+    shape = tuple(last - first + 1)
+    reach = tuple((-int(f), int(la)) for f, la in zip(first, last))
+    if math.prod(shape) == len(offsets):
+        return reach, None
+    return reach, tuple(int(p) for p in np.ravel_multi_index(tuple((places - first).T), shape))
 
 
 @functools.lru_cache(maxsize=64)
@@ -192,17 +236,11 @@ def window_rank_kernel(offsets: tuple[Offset, ...], rank: int, store: np.dtype) 
     once per dtype whatever the window (a selection network run as data, or a sliding
     histogram for big 8/16-bit windows); the GPU a counting kernel for a box, else
     :func:`rank_kernel`'s."""
-    places = np.array(offsets)
-    first, last = places.min(0), places.max(0)
-    window = [(int(f), int(la)) for f, la in zip(first, last)]
-    shape = tuple(last - first + 1)
-    if math.prod(shape) == len(offsets):
-        made = _big_median(window, rank, {"dtype": store})
-        points = None
+    reach, points = _window(offsets)
+    if points is None:
+        made = _big_median([(-before, after) for before, after in reach], rank, {"dtype": store})
     else:
         made = rank_kernel.__wrapped__(offsets, rank, store, False)
-        points = tuple(int(p) for p in np.ravel_multi_index(tuple((places - first).T), shape))
-    reach = tuple((-f, la) for f, la in window)
     made.passes = {"cpu": (RankWindow(reach, rank, points),)}
     return made
 

@@ -40,10 +40,20 @@ _SP_CONSTANT = _sp_boundary.CONSTANT
 """
 
 
-def _rows_function(array: str, in_dtype: np.dtype) -> str:
+def _rows_function(array: str, in_dtype: np.dtype, ndim: int) -> str:
     """``_sp_rows_<array>(frame, first, count, cval, mode)``: the ``count`` planes of
-    ``frame`` from ``first`` along its first axis, folded by ``mode`` (``cval`` planes
-    under constant)."""
+    ``frame`` (``ndim`` axes) from ``first`` along its first axis, folded by ``mode``
+    (``cval`` planes under constant).
+
+    A plane is copied element by element: Numba's array-to-array assignment compiles its
+    shape-mismatch message (string formatting, 2.4 s), once per process that compiles a
+    kernel."""
+    cell = ", ".join(f"p{d}" for d in range(1, ndim))
+    copy, pad = [], "            "
+    for d in range(1, ndim):
+        copy.append(f"{pad}for p{d} in range(frame.shape[{d}]):")
+        pad += "    "
+    copy.append(f"{pad}rows[q, {cell}] = frame[j, {cell}]")
     return "\n".join(
         [
             "@device",
@@ -55,7 +65,7 @@ def _rows_function(array: str, in_dtype: np.dtype) -> str:
             "        if j < 0:",
             f"            rows[q] = _sp_np.{in_dtype.name}(cval)",
             "        else:",
-            "            rows[q] = frame[j]",
+            *copy,
             "    return rows",
         ]
     )
@@ -65,7 +75,8 @@ def _block_function(array: str, info: KernelInfo, in_dtype: np.dtype) -> str:
     """``_sp_block_<array>(frame, c0, ..., block, cval, mode)``: into ``block``, the rows
     of ``frame`` a row centred at ``c0, ...`` (one per axis but the last) reads, folded
     by ``mode`` along the middle axes (``cval`` rows under constant); along the first
-    axis they are inside ``frame`` (``_sp_rows`` made them so)."""
+    axis they are inside ``frame`` (``_sp_rows`` made them so). Rows are copied element
+    by element, as :func:`_rows_function` copies planes."""
     middle = range(1, info.ndim - 1)
     centres = [f"c{d}" for d in range(info.ndim - 1)]
     lines = [
@@ -85,7 +96,8 @@ def _block_function(array: str, info: KernelInfo, in_dtype: np.dtype) -> str:
         f"{pad}if {' or '.join(f'j{d} < 0' for d in middle)}:",
         f"{pad}    block[{cell}] = _sp_np.{in_dtype.name}(cval)",
         f"{pad}else:",
-        f"{pad}    block[{cell}] = frame[{source}]",
+        f"{pad}    for p in range(frame.shape[{info.ndim - 1}]):",
+        f"{pad}        block[{cell}, p] = frame[{source}, p]",
         "    return block",
     ]
     return "\n".join(lines)
@@ -344,7 +356,7 @@ def cpu_module_source(
     """
     driver = _loop_nest(info, in_dtypes)
     if info.ndim > 1:
-        rows = [_rows_function(a, d) for a, d in zip(info.array_params, in_dtypes)]
+        rows = [_rows_function(a, d, info.ndim) for a, d in zip(info.array_params, in_dtypes)]
         if info.ndim > 2:
             rows += [_block_function(a, info, d) for a, d in zip(info.array_params, in_dtypes)]
         driver = "\n\n".join([*rows, driver])

@@ -35,10 +35,12 @@ __all__ = [
     "BoxExtremum",
     "BoxMean",
     "BoxMedian3",
+    "box_frames",
+    "box_reach",
     "CachedPass",
     "ExtremumPass",
     "HISTOGRAM_ABOVE",
-    "MEAN_STORES",
+    "SCIPY_STORES",
     "MeanPass",
     "RankWindow",
     "window_loops",
@@ -224,11 +226,6 @@ class _BoxPass(CachedPass):
     def halo(self) -> tuple[tuple[int, int], ...]:
         return self.reach
 
-    def _box(self) -> tuple[tuple[int, int, int, int, int], int]:
-        """The loops' ``reach`` (see :func:`.window_kernels.box_mean`) and the box's width."""
-        (b0, a0), (bn, an) = self.reach
-        return (b0, b0 + 1 + a0, 0, 1, bn), bn + 1 + an
-
 
 @dataclass(frozen=True)
 class BoxExtremum(_BoxPass):
@@ -255,7 +252,7 @@ class BoxExtremum(_BoxPass):
 
     def _build(self, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str) -> _Rows:
         loops = window_loops()
-        reach, kn = self._box()
+        reach, kn = box_reach(self.reach)
         code = MODE_CODES[mode]
 
         def call(x, out, cval, start, stop, to):
@@ -301,8 +298,10 @@ class BoxMedian3(CachedPass):
         return _Rows(call, out_dtype.type)
 
 
-#: Output dtypes :class:`MeanPass` stores as scipy's C code does.
-MEAN_STORES = frozenset(
+#: Output dtypes the window loops store as scipy's C code does
+#: (:func:`.window_kernels.store_c`): :class:`MeanPass`'s and
+#: :class:`.correlate_passes.CorrelatePass`'s.
+SCIPY_STORES = frozenset(
     np.dtype(t) for t in ("uint8", "int8", "uint16", "int16", "int32", "float32", "float64")
 )
 
@@ -311,7 +310,7 @@ MEAN_STORES = frozenset(
 class MeanPass(_LinePass):
     """scipy's ``uniform_filter1d`` over ``before + 1 + after`` elements along core
     ``axis``: a running sum, stored as scipy stores a double
-    (:func:`.window_kernels.running_mean`), for outputs of :data:`MEAN_STORES`.
+    (:func:`.window_kernels.running_mean`), for outputs of :data:`SCIPY_STORES`.
 
     Attributes are :class:`ExtremumPass`'s but ``largest``.
     """
@@ -386,6 +385,30 @@ def narrow_mean(in_dtype: np.dtype, out_dtype: np.dtype, size: int) -> bool:
     return np.can_cast(in_dtype, out_dtype) and (largest + 1) * size < 2**24
 
 
+def box_reach(reach: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int, int, int, int], int]:
+    """The box loops' ``reach`` (``(before0, size0, before1, size1, before_n)`` of
+    :func:`box_frames`' frames, see :func:`.window_kernels.rank_network`) and the box's
+    size along the last axis, for a box reaching ``reach`` along 1 to 3 core axes."""
+    padded = {1: [(0, 0), (0, 0)], 2: [reach[0], (0, 0)], 3: list(reach[:2])}
+    (b0, a0), (b1, a1) = padded[len(reach)]
+    bn, an = reach[-1]
+    return (b0, b0 + 1 + a0, b1, b1 + 1 + a1, bn), bn + 1 + an
+
+
+def box_frames(array: np.ndarray, ndim: int) -> np.ndarray:
+    """A ``(batch, *core)`` array of 1 to 3 core axes viewed as the box loops' frames,
+    ``(batch, a0, a1, n)``: rows (:func:`.codegen_cpu.work_rows`) along ``a0``, lines
+    along ``n``."""
+    batch, *core = array.shape
+    if ndim == 3:
+        frame = tuple(core)
+    elif ndim == 2:
+        frame = (core[0], 1, core[1])
+    else:  # a row is a whole frame: one line
+        frame = (1, 1, core[0])
+    return _view(array, (batch, *frame))
+
+
 #: 8- and 16-bit windows of more elements than this select with a sliding histogram, others
 #: with a selection network run as data. Measured (512x512 frames, (32, 128, 128) stacks,
 #: 2 threads, loaded machine; network / histogram): uint8 9x9 6.7 / 12 ms, 15x15 24 / 16,
@@ -457,15 +480,9 @@ class RankWindow(CachedPass):
 
         (dtype,) = in_dtypes
         loops = window_loops()
-        sizes = [before + 1 + after for before, after in self.reach]
-        ndim = len(sizes)
-        # Frames as (a0, a1, n): rows (work_rows) along a0, lines along n.
-        padded = {1: [(0, 0), (0, 0)], 2: [self.reach[0], (0, 0)], 3: list(self.reach[:2])}
-        (b0, a0), (b1, a1) = padded[ndim]
-        bn = self.reach[-1][0]
-        reach = (b0, b0 + 1 + a0, b1, b1 + 1 + a1, bn)
+        ndim = len(self.reach)
+        reach, kn = box_reach(self.reach)
         code = MODE_CODES[mode]
-        kn = sizes[-1]
         extra: tuple
         if self.rank in (0, self.size - 1):
             extra = (self._places().astype(np.intp), self.rank > 0)
@@ -484,14 +501,7 @@ class RankWindow(CachedPass):
             loop = loops.rank_network
 
         def call(x, out, cval, start, stop, to):
-            batch, *core = x.shape
-            if ndim == 3:
-                frame = tuple(core)
-            elif ndim == 2:
-                frame = (core[0], 1, core[1])
-            else:  # a row is a whole frame: one line
-                frame = (1, 1, core[0])
-            xs, outs = _view(x, (batch, *frame)), _view(out, (batch, *frame))
+            xs, outs = box_frames(x, ndim), box_frames(out, ndim)
             loop(xs, outs, cval, start, stop, reach, kn, self.rank, code, to, *extra)
 
         return _Rows(call, out_dtype.type)
@@ -524,7 +534,7 @@ class BoxMean(_BoxPass):
 
     def _build(self, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str) -> _Rows:
         loops = window_loops()
-        reach, kn = self._box()
+        reach, kn = box_reach(self.reach)
         count = reach[1] * kn
         scale = np.array([count], np.float32 if self.bound < 1 << 23 else np.float64)
         code = MODE_CODES[mode]

@@ -1,0 +1,129 @@
+"""Small calls run loops compiled once per dtype; big calls the kernels written out per weights.
+
+Both must give scipy's values, and the same doubles as each other (each adds a point's
+terms in scipy's order), so a result does not depend on the size of the call or of a
+Dask array's chunks. ``stencil.SMALL_CALL`` is set to pick each path on small arrays.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import dask.array as da
+import numpy as np
+import pytest
+import scipy.ndimage as ndi
+from ndf_oracle import MODES, sample
+
+import stencilpipe.ndfilters as ndf
+from stencilpipe.ndfilters import _kernels
+from stencils.asked import kernels_asked
+
+#: The module, not the ``stencil`` decorator that ``stencilpipe.stencils`` exports.
+stencil_module = importlib.import_module("stencilpipe.stencils.stencil")
+PATHS = {"small": 1 << 62, "written out": 0}
+
+#: (name, call) of the filters whose CPU passes depend on the call's size.
+CALLS = [
+    ("symmetric", lambda x, **kw: ndf.correlate1d(x, [1.0, 2.5, 1.0], axis=0, **kw)),
+    ("antisymmetric", lambda x, **kw: ndf.correlate1d(x, [-1.5, 0.0, 1.5], axis=-1, **kw)),
+    ("general, origin", lambda x, **kw: ndf.correlate1d(x, [0.5, -1, 2, 0.25], 1, origin=1, **kw)),
+    ("gaussian order 2", lambda x, **kw: ndf.gaussian_filter(x, 1.3, order=2, **kw)),
+    ("sobel", lambda x, **kw: ndf.sobel(x, **kw)),
+    ("correlate", lambda x, **kw: ndf.correlate(x, np.arange(9.0).reshape(3, 3) / 7 - 0.5, **kw)),
+    ("convolve, origin", lambda x, **kw: ndf.convolve(x, np.ones((2, 3)) / 5, origin=-1, **kw)),
+    ("maximum of a cross", lambda x, **kw: ndf.maximum_filter(x, footprint=CROSS, **kw)),
+    ("rank of a box", lambda x, **kw: ndf.rank_filter(x, 2, size=3, **kw)),
+]
+CROSS = np.array([[0, 1, 0], [1, 1, 1], [0, 1, 0]], bool)
+SCIPY = {
+    "symmetric": lambda x, **kw: ndi.correlate1d(x, [1.0, 2.5, 1.0], axis=0, **kw),
+    "antisymmetric": lambda x, **kw: ndi.correlate1d(x, [-1.5, 0.0, 1.5], axis=-1, **kw),
+    "general, origin": lambda x, **kw: ndi.correlate1d(x, [0.5, -1, 2, 0.25], 1, origin=1, **kw),
+    "gaussian order 2": lambda x, **kw: ndi.gaussian_filter(x, 1.3, order=2, **kw),
+    "sobel": lambda x, **kw: ndi.sobel(x, **kw),
+    "correlate": lambda x, **kw: ndi.correlate(x, np.arange(9.0).reshape(3, 3) / 7 - 0.5, **kw),
+    "convolve, origin": lambda x, **kw: ndi.convolve(x, np.ones((2, 3)) / 5, origin=-1, **kw),
+    "maximum of a cross": lambda x, **kw: ndi.maximum_filter(x, footprint=CROSS, **kw),
+    "rank of a box": lambda x, **kw: ndi.rank_filter(x, 2, size=3, **kw),
+}
+
+
+@pytest.fixture(params=list(PATHS))
+def path(request, monkeypatch):
+    monkeypatch.setattr(stencil_module, "SMALL_CALL", PATHS[request.param])
+    return request.param
+
+
+#: Every dtype on the new path; two on the path of kernels written out (each weights and
+#: dtype compiles one: its other dtypes are the older tests' own).
+PATH_DTYPES = [("small", d) for d in ("uint8", "int16", "uint16", "int32", "float32", "float64")]
+PATH_DTYPES += [("written out", "uint16"), ("written out", "float64")]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("path", "dtype"), PATH_DTYPES, indirect=["path"])
+@pytest.mark.parametrize(("name", "call"), CALLS, ids=[name for name, _ in CALLS])
+def test_either_path_gives_scipys_values(path, name, call, dtype, mode):
+    x = sample(dtype)
+    for cval in [0, 3, 2.5] if mode == "constant" else [0]:
+        expected = SCIPY[name](x, mode=mode, cval=cval)
+        np.testing.assert_array_equal(call(x, mode=mode, cval=cval), expected)
+
+
+@pytest.mark.parametrize("shape", [(1,), (2, 1), (1, 1, 1), (3, 1, 5), (4, 6, 5)])
+def test_small_frames_and_volumes(path, shape):
+    x = np.random.default_rng(1).integers(0, 1000, shape).astype(np.uint16)
+    ones = np.ones((3,) * len(shape))
+    weights = np.arange(ones.size, dtype=np.float64).reshape(ones.shape) / 10 - 1
+    for mode in MODES:
+        got = ndf.correlate(x, weights, mode=mode, cval=5)
+        np.testing.assert_array_equal(got, ndi.correlate(x, weights, mode=mode, cval=5))
+        got = ndf.gaussian_filter(x, 0.8, mode=mode, cval=5)
+        np.testing.assert_array_equal(got, ndi.gaussian_filter(x, 0.8, mode=mode, cval=5))
+
+
+def test_four_axes_keep_the_kernel_written_out(path):
+    x = sample("float32", 3).reshape(5, 6, 7, 1)
+    weights = np.arange(24.0).reshape(2, 3, 2, 2) / 24
+    np.testing.assert_allclose(
+        ndf.correlate(x, weights, mode="wrap"), ndi.correlate(x, weights, mode="wrap"), rtol=1e-6
+    )
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_both_paths_add_the_same_doubles(monkeypatch, dtype):
+    """Floats with every rounding in play: the two paths agree bit for bit, and so does a
+    chunked Dask array whose chunks are small calls while the whole array is a big one."""
+    x = (np.random.default_rng(2).standard_normal((40, 50)) * 1e3).astype(dtype)
+    weights = np.random.default_rng(3).standard_normal((3, 4))
+    calls = [
+        lambda a: ndf.gaussian_filter(a, 1.7, order=(0, 1), mode="mirror"),
+        lambda a: ndf.correlate(a, weights, mode="reflect"),
+        lambda a: ndf.correlate1d(a, weights[0], axis=0, mode="nearest"),
+    ]
+    for call in calls:
+        monkeypatch.setattr(stencil_module, "SMALL_CALL", 0)
+        written_out = call(x)
+        chunked = call(da.from_array(x, chunks=(7, 11)))
+        monkeypatch.setattr(stencil_module, "SMALL_CALL", 1 << 62)
+        small = call(x)
+        assert written_out.tobytes() == small.tobytes()
+        monkeypatch.setattr(stencil_module, "SMALL_CALL", 30)  # the chunks are small calls
+        assert chunked.compute(scheduler="sync").tobytes() == written_out.tobytes()
+
+
+def test_a_small_call_never_asks_for_the_kernel_written_out(monkeypatch):
+    """Weights not seen before, on a small array: no per-weights kernel is compiled."""
+    monkeypatch.setattr(stencil_module, "SMALL_CALL", 1 << 62)
+    x = sample("uint16", 3)
+    weights = (0.125, 0.25, 0.3125, 0.25, 0.0625)
+    made = _kernels.correlate1d_kernel(weights, 0, np.dtype(np.uint16), True)
+    with kernels_asked(made) as asked:
+        got = ndf.correlate1d(x, weights, axis=1)
+    assert asked == []
+    np.testing.assert_array_equal(got, ndi.correlate1d(x, weights, axis=1))
+    monkeypatch.setattr(stencil_module, "SMALL_CALL", 0)
+    with kernels_asked(made) as asked:
+        ndf.correlate1d(x, weights, axis=1)
+    assert asked  # the big call's path: the kernel written out
