@@ -127,3 +127,18 @@ def test_a_small_call_never_asks_for_the_kernel_written_out(monkeypatch):
     with kernels_asked(made) as asked:
         ndf.correlate1d(x, weights, axis=1)
     assert asked  # the big call's path: the kernel written out
+
+
+def test_a_stencil_moves_on_to_its_kernel_written_out_after_much_small_work(monkeypatch):
+    monkeypatch.setattr(stencil_module, "SMALL_WORK", 100)
+    x = sample("uint16")  # 63 elements
+    weights = (0.375, 0.5, 0.125)
+    made = _kernels.correlate1d_kernel(weights, 0, np.dtype(np.uint16), False)
+    made._compiled.small_work = 0  # another test may have run these weights
+    expected = ndi.correlate1d(x, weights)
+    with kernels_asked(made) as asked:
+        for _ in range(2):
+            np.testing.assert_array_equal(ndf.correlate1d(x, weights), expected)
+        assert asked == []  # 126 elements written in small calls
+        np.testing.assert_array_equal(ndf.correlate1d(x, weights), expected)
+    assert asked

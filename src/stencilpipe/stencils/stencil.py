@@ -48,11 +48,19 @@ _CORE_DIM_NAMES = "nmklpqrstuvw"
 
 
 #: Calls writing fewer elements than this run a stencil's ``'small'`` passes (see
-#: :class:`Stencil`): loops compiled once per dtype, where the kernel written out for
-#: each weights compiles for one to four seconds and runs 1.5-3x faster (2048x2048, 1
-#: thread, uint16: 13 weights along rows 7.0 ms against 4.7, a 3x3 correlation 9.8
-#: against 4.6); below this size its speed saves less than a millisecond a call.
+#: :class:`Stencil`), until the stencil has written :data:`SMALL_WORK` elements in them.
+#: Those passes are loops compiled once per dtype, where the kernel written out for each
+#: weights or window compiles for one to four seconds (on a machine's first use: Numba
+#: caches it on disk) and runs 1.5-4x faster (1 thread, uint16, small / written out ms:
+#: 512x512 gaussian sigma 1.5 1.16 / 0.74, 3x3 correlation 0.56 / 0.39, rank of a 3x3
+#: box 0.71 / 0.19; 1023x1023 4.31 / 2.56, 2.23 / 1.36, 2.73 / 0.58). So a script's
+#: first calls on small arrays do not wait for compiles, and a filter used on much data
+#: still moves to its fastest code.
 SMALL_CALL = 1 << 20
+#: Elements a stencil writes in small calls (see :data:`SMALL_CALL`) before its small calls
+#: too run its kernel written out: about 64 frames of 512x512, which the slower loops take
+#: at most some 10 ms longer for.
+SMALL_WORK = 1 << 24
 
 
 @dataclass
@@ -63,6 +71,8 @@ class _Specialisations:
     modules: dict[tuple, tuple[Any, dict]] = field(default_factory=dict)
     #: (target, in_dtypes, out_dtype, mode): the kernel of that module under that mode.
     kernels: dict[tuple, CompiledKernel] = field(default_factory=dict)
+    #: Elements written by small calls through ``'small'`` passes (see :data:`SMALL_WORK`).
+    small_work: int = 0
 
 
 class Stencil:
@@ -95,7 +105,8 @@ class Stencil:
         does (sobel), and which the GPU runs too; under the key ``'cpu'``, passes the
         CPU runs under every mode (:mod:`.windows`: big minima, maxima and medians); under
         the key ``'small'``, passes the CPU runs under every mode for calls that write
-        fewer than :data:`SMALL_CALL` elements (:mod:`.correlate_passes`). Each pass is a
+        fewer than :data:`SMALL_CALL` elements, until :data:`SMALL_WORK` elements
+        (:mod:`.correlate_passes`). Each pass is a
         :class:`.kernel.PassKernel`. None for other stencils.
     """
 
@@ -424,7 +435,8 @@ class Stencil:
         passes = self.passes or {}
         small = passes.get("small")
         if small is not None and elements is not None and elements < SMALL_CALL:
-            return small
+            if self._compiled.small_work < SMALL_WORK:
+                return small
         cpu = passes.get("cpu")
         if cpu is not None:
             return cpu
@@ -458,9 +470,11 @@ class Stencil:
         :mod:`.windows`); under ``wrap`` each over whole frames, since a strip of rows
         cannot wrap (see :func:`~stencilpipe.stencils.fused.run_passes`). A call writing
         fewer than :data:`SMALL_CALL` ``elements`` runs ``passes['small']`` where the stencil
-        has them.
+        has them, until it has written :data:`SMALL_WORK` elements in them.
         """
         kernels = self.pass_kernels(in_dtype, mode, out_dtype, elements)
+        if elements is not None and kernels is (self.passes or {}).get("small"):
+            self._compiled.small_work += elements  # racy between threads: a rough count
         passes, dtype = [], in_dtype
         for k, kernel in enumerate(kernels):
             next_dtype = out_dtype if k == len(kernels) - 1 else (kernel.dtype or dtype)
