@@ -58,9 +58,11 @@ _CORE_DIM_NAMES = "nmklpqrstuvw"
 #: still moves to its fastest code.
 SMALL_CALL = 1 << 20
 #: Elements a stencil writes in small calls (see :data:`SMALL_CALL`) before its small calls
-#: too run its kernel written out: about 64 frames of 512x512, which the slower loops take
-#: at most some 10 ms longer for.
-SMALL_WORK = 1 << 24
+#: too run its kernel written out: when the time the slower loops have lost (0.5-2 ns an
+#: element, above) is about what compiling that kernel costs (1-3 s), as a renter buys once
+#: the rent paid reaches the price, so a process never spends much more than twice the
+#: better of the two choices. About 4000 frames of 512x512.
+SMALL_WORK = 1 << 30
 
 
 @dataclass
