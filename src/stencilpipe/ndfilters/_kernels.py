@@ -74,14 +74,9 @@ def correlate_kernel(terms: tuple[tuple[Offset, float], ...], store: np.dtype) -
     kept = [(offset, w) for offset, w in terms if abs(w) > _EPSILON]
     body = ["    t = 0.0"] + [f"    t += {w!r} * {_read(offset)}" for offset, w in kept]
     made = _kernel("correlate", body, store)
-    ndim = len(terms[0][0])
-    if store in SCIPY_STORES and ndim <= 3 and kept:
-        offsets = np.array([offset for offset, _ in kept])
-        first, last = np.minimum(offsets.min(0), 0), np.maximum(offsets.max(0), 0)
-        places = np.ravel_multi_index(tuple((offsets - first).T), tuple(last - first + 1))
-        reach = tuple((-int(f), int(la)) for f, la in zip(first, last))
-        step = CorrelateWindow(reach, tuple(map(int, places)), tuple(w for _, w in kept))
-        made.passes = {"small": (step,)}
+    if store in SCIPY_STORES and len(terms[0][0]) <= 3 and kept:
+        reach, places = _box(tuple(offset for offset, _ in kept))
+        made.passes = {"small": (CorrelateWindow(reach, places, tuple(w for _, w in kept)),)}
     return made
 
 
@@ -211,22 +206,25 @@ def rank_kernel(
         source = "\n".join(["def rank(x):", *body, f"    return {result}"]) + "\n"
         made = _from_source("rank", source, {}, dtype=store)
         if len(offsets[0]) <= 3:
-            reach, points = _window(offsets)
-            made.passes = {"small": (RankWindow(reach, rank, points),)}
+            made.passes = {"small": (_rank_window(offsets, rank),)}
         return made
     return _kernel("rank", [*body, f"    t = np.float64({result})"], store)
 
 
-def _window(offsets: tuple[Offset, ...]) -> tuple[tuple[tuple[int, int], ...], tuple | None]:
-    """The reach of the box holding ``offsets`` (up to 3 axes) and their places in it (flat,
-    C order; None where they fill it), for :class:`~stencilpipe.stencils.windows.RankWindow`."""
-    places = np.array(offsets)
-    first, last = places.min(0), places.max(0)
-    shape = tuple(last - first + 1)
-    reach = tuple((-int(f), int(la)) for f, la in zip(first, last))
-    if math.prod(shape) == len(offsets):
-        return reach, None
-    return reach, tuple(int(p) for p in np.ravel_multi_index(tuple((places - first).T), shape))
+def _box(offsets: tuple[Offset, ...]) -> tuple[tuple[tuple[int, int], ...], tuple[int, ...]]:
+    """The reach of the box holding ``offsets`` (before and after each element, per axis)
+    and their places in it (flat, C order), for the window loops."""
+    array = np.array(offsets)
+    first, last = array.min(0), array.max(0)
+    places = np.ravel_multi_index(tuple((array - first).T), tuple(last - first + 1))
+    return tuple((-int(f), int(la)) for f, la in zip(first, last)), tuple(map(int, places))
+
+
+def _rank_window(offsets: tuple[Offset, ...], rank: int) -> RankWindow:
+    """The window loop selecting ``rank`` over ``offsets`` (up to 3 axes)."""
+    reach, places = _box(offsets)
+    full = len(places) == math.prod(before + 1 + after for before, after in reach)
+    return RankWindow(reach, rank, None if full else places)
 
 
 @functools.lru_cache(maxsize=64)
@@ -236,12 +234,13 @@ def window_rank_kernel(offsets: tuple[Offset, ...], rank: int, store: np.dtype) 
     once per dtype whatever the window (a selection network run as data, or a sliding
     histogram for big 8/16-bit windows); the GPU a counting kernel for a box, else
     :func:`rank_kernel`'s."""
-    reach, points = _window(offsets)
-    if points is None:
-        made = _big_median([(-before, after) for before, after in reach], rank, {"dtype": store})
+    window = _rank_window(offsets, rank)
+    if window.points is None:
+        box = [(-before, after) for before, after in window.reach]
+        made = _big_median(box, rank, {"dtype": store})
     else:
         made = rank_kernel.__wrapped__(offsets, rank, store, False)
-    made.passes = {"cpu": (RankWindow(reach, rank, points),)}
+    made.passes = {"cpu": (window,)}
     return made
 
 
