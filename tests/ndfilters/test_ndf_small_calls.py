@@ -52,6 +52,8 @@ SCIPY = {
 @pytest.fixture(params=list(PATHS))
 def path(request, monkeypatch):
     monkeypatch.setattr(stencil_module, "SMALL_CALL", PATHS[request.param])
+    if request.param == "small":  # even where the kernel written out is compiled already
+        monkeypatch.setattr(stencil_module.Stencil, "_at_hand", lambda *args: False)
     return request.param
 
 
@@ -107,13 +109,21 @@ def test_both_paths_add_the_same_doubles(monkeypatch, dtype):
         written_out = call(x)
         chunked = call(da.from_array(x, chunks=(7, 11)))
         monkeypatch.setattr(stencil_module, "SMALL_CALL", 1 << 62)
+        monkeypatch.setattr(stencil_module.Stencil, "_at_hand", lambda *args: False)
         small = call(x)
         assert written_out.tobytes() == small.tobytes()
-        monkeypatch.setattr(stencil_module, "SMALL_CALL", 30)  # the chunks are small calls
+        # The chunks (7x11 and their halos) are small calls; the whole array (40x50) is not.
+        monkeypatch.setattr(stencil_module, "SMALL_CALL", 1000)
         assert chunked.compute(scheduler="sync").tobytes() == written_out.tobytes()
 
 
-def test_a_small_call_never_asks_for_the_kernel_written_out(monkeypatch):
+@pytest.fixture
+def empty_cache(tmp_path, monkeypatch):
+    """An empty kernel cache: no kernel written out was compiled on this machine before."""
+    monkeypatch.setenv("STENCILPIPE_CACHE_DIR", str(tmp_path))
+
+
+def test_a_small_call_never_asks_for_the_kernel_written_out(monkeypatch, empty_cache):
     """Weights not seen before, on a small array: no per-weights kernel is compiled."""
     monkeypatch.setattr(stencil_module, "SMALL_CALL", 1 << 62)
     x = sample("uint16", 3)
@@ -129,7 +139,9 @@ def test_a_small_call_never_asks_for_the_kernel_written_out(monkeypatch):
     assert asked  # the big call's path: the kernel written out
 
 
-def test_a_stencil_moves_on_to_its_kernel_written_out_after_much_small_work(monkeypatch):
+def test_a_stencil_moves_on_to_its_kernel_written_out_after_much_small_work(
+    monkeypatch, empty_cache
+):
     monkeypatch.setattr(stencil_module, "SMALL_WORK", 100)
     x = sample("uint16")  # 63 elements
     weights = (0.375, 0.5, 0.125)
@@ -142,3 +154,56 @@ def test_a_stencil_moves_on_to_its_kernel_written_out_after_much_small_work(monk
         assert asked == []  # 126 elements written in small calls
         np.testing.assert_array_equal(ndf.correlate1d(x, weights), expected)
     assert asked
+
+
+def test_a_kernel_compiled_already_serves_small_calls_at_once(monkeypatch, empty_cache):
+    """Once a big call has compiled the kernel written out, small calls run it too."""
+    monkeypatch.setattr(stencil_module, "SMALL_CALL", 1 << 62)
+    x = sample("int16")
+    weights = (0.25, -0.5, 0.75, 1.0)
+    made = _kernels.correlate1d_kernel(weights, 0, np.dtype(np.int16), False)
+    expected = ndi.correlate1d(x, weights)
+    assert not made._compiled.modules  # these weights are this test's own
+    with kernels_asked(made) as asked:
+        np.testing.assert_array_equal(ndf.correlate1d(x, weights), expected)
+        assert asked == []
+        monkeypatch.setattr(stencil_module, "SMALL_CALL", 0)  # a big call compiles it
+        np.testing.assert_array_equal(ndf.correlate1d(x, weights), expected)
+        monkeypatch.setattr(stencil_module, "SMALL_CALL", 1 << 62)
+        del asked[:]
+        np.testing.assert_array_equal(ndf.correlate1d(x, weights), expected)
+    assert asked
+
+
+SCRIPT = """
+import importlib, sys
+import numpy as np
+import stencilpipe.ndfilters as ndf
+stencil_module = importlib.import_module("stencilpipe.stencils.stencil")
+stencil_module.SMALL_CALL = 0 if sys.argv[1] == "big" else 1 << 62
+x = np.arange(63, dtype=np.uint8).reshape(7, 9)
+ndf.correlate1d(x, [0.5, 0.25, 0.125, 0.0625, 0.0625], axis=0)
+from stencilpipe.ndfilters import _kernels
+made = _kernels.correlate1d_kernel((0.5, 0.25, 0.125, 0.0625, 0.0625), 0, np.dtype(np.uint8), True)
+print(len(made._compiled.modules))
+"""
+
+
+def test_a_kernel_in_the_disk_cache_serves_small_calls_at_once(tmp_path):
+    """A later process's small call loads the kernel an earlier one compiled."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "STENCILPIPE_CACHE_DIR": str(tmp_path)}
+
+    def modules_loaded(size: str) -> int:
+        done = subprocess.run(
+            [sys.executable, "-c", SCRIPT, size], env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        return int(done.stdout.split()[-1])
+
+    assert modules_loaded("small") == 0  # empty cache: the loop, no kernel compiled
+    assert modules_loaded("big") == 1  # compiles the kernel written out (disk-cached)
+    assert modules_loaded("small") == 1  # loads it from the disk cache

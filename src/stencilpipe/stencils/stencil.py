@@ -35,7 +35,7 @@ from .foreign import is_foreign, like, to_native
 from .fused import Pass
 from .gufunc import fill_values
 from .kernel import PassKernel
-from .modules import load_module
+from .modules import compiled_before, load_module
 from .rewrite import resolve_free_names
 from .threads import run_rows
 
@@ -48,7 +48,8 @@ _CORE_DIM_NAMES = "nmklpqrstuvw"
 
 
 #: Calls writing fewer elements than this run a stencil's ``'small'`` passes (see
-#: :class:`Stencil`), until the stencil has written :data:`SMALL_WORK` elements in them.
+#: :class:`Stencil`), until the stencil has written :data:`SMALL_WORK` elements in them,
+#: unless its kernel written out costs no compile (loaded, or in Numba's disk cache).
 #: Those passes are loops compiled once per dtype, where the kernel written out for each
 #: weights or window compiles for one to four seconds (on a machine's first use: Numba
 #: caches it on disk) and runs 1.5-4x faster (1 thread, uint16, small / written out ms:
@@ -75,6 +76,8 @@ class _Specialisations:
     kernels: dict[tuple, CompiledKernel] = field(default_factory=dict)
     #: Elements written by small calls through ``'small'`` passes (see :data:`SMALL_WORK`).
     small_work: int = 0
+    #: (in_dtypes, out_dtype): whether the CPU module was in Numba's disk cache.
+    on_disk: dict[tuple, bool] = field(default_factory=dict)
 
 
 class Stencil:
@@ -406,9 +409,25 @@ class Stencil:
                     kernels[key] = kernel
         return kernel
 
-    def _generate(self, target: str, in_dtypes: tuple, out_dtype: np.dtype) -> tuple[Any, dict]:
-        """Generate and load the module of one specialisation, which serves every boundary
-        mode (``compile_lock`` held): the module and its line map, kept for the other modes."""
+    def _at_hand(self, in_dtype: np.dtype, out_dtype: np.dtype | None) -> bool:
+        """Whether the CPU kernel from ``in_dtype`` into ``out_dtype`` costs no compile: loaded
+        in this process, or in Numba's disk cache (compiled on this machine before)."""
+        if out_dtype is None:
+            return False
+        key = ((in_dtype,), out_dtype)
+        if ("cpu", *key) in self._compiled.modules:
+            return True
+        on_disk = self._compiled.on_disk.get(key)
+        if on_disk is None:
+            generated, injected = self._source("cpu", *key)
+            name = f"{self.name}_cpu"
+            on_disk = not injected and compiled_before(name, generated.source, "apply")
+            self._compiled.on_disk[key] = on_disk
+        return on_disk
+
+    def _source(self, target: str, in_dtypes: tuple, out_dtype: np.dtype) -> tuple[Any, dict]:
+        """The generated source of one specialisation and the objects injected into its
+        module (a user's functions, which keep it out of the disk cache)."""
         if target == "cuda":
             from .codegen_cuda import cuda_module_source as module_source
         else:
@@ -416,6 +435,12 @@ class Stencil:
         env = kernel_env(self.func)
         prelude, injected = resolve_free_names(self.info, env)
         generated = module_source(self.info, env, in_dtypes, out_dtype, prelude, cache=not injected)
+        return generated, injected
+
+    def _generate(self, target: str, in_dtypes: tuple, out_dtype: np.dtype) -> tuple[Any, dict]:
+        """Generate and load the module of one specialisation, which serves every boundary
+        mode (``compile_lock`` held): the module and its line map, kept for the other modes."""
+        generated, injected = self._source(target, in_dtypes, out_dtype)
         module = load_module(f"{self.name}_{target}", generated.source, injected)
         self._compiled.modules[target, in_dtypes, out_dtype] = module, generated.line_map
         return module, generated.line_map
@@ -429,7 +454,8 @@ class Stencil:
     ) -> tuple[PassKernel, ...]:
         """The kernels the CPU runs, one after another, for input ``in_dtype`` under ``mode``
         into ``out_dtype``, for a call writing ``elements`` (None: any number): ``(self,)``
-        or those of :attr:`passes` (see :meth:`strip_passes`).
+        or those of :attr:`passes` (see :meth:`strip_passes`). Small calls take the
+        ``'small'`` passes while the kernel costs a compile (see :data:`SMALL_CALL`).
 
         Passes of an input dtype that end in an integer (a mean's exact integer sums,
         divided and rounded) serve integer outputs only: a float output keeps the fraction.
@@ -437,7 +463,7 @@ class Stencil:
         passes = self.passes or {}
         small = passes.get("small")
         if small is not None and elements is not None and elements < SMALL_CALL:
-            if self._compiled.small_work < SMALL_WORK:
+            if self._compiled.small_work < SMALL_WORK and not self._at_hand(in_dtype, out_dtype):
                 return small
         cpu = passes.get("cpu")
         if cpu is not None:
