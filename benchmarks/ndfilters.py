@@ -8,12 +8,18 @@ compiles stencilpipe's kernels); dask inputs are computed with Dask's threaded
 scheduler, scipy runs on the whole NumPy array. Ratios above 1 mean stencilpipe is
 faster. The last column is the largest difference from scipy (0 for exact).
 
+Chunks below ``stencil.SMALL_CALL`` elements are small calls: ``--path small`` times the
+loops they run while a filter's kernel written out would cost a compile (a machine's first
+use), ``--path written-out`` the kernels written out (compiled, or loaded from the cache).
+
     python benchmarks/ndfilters.py [--shape 16 256 256] [--chunks 4 128 128] [--repeat 3]
+                                   [--path written-out|small]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import time
 
 import dask
@@ -94,7 +100,13 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, nargs=3, default=(4, 128, 128))
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", nargs="*", default=None, help="function names to run")
+    parser.add_argument("--path", choices=["written-out", "small"], default="written-out")
     options = parser.parse_args()
+    calls = importlib.import_module("stencilpipe.stencils.stencil")
+    if options.path == "small":
+        calls.Stencil._at_hand = lambda *args: False
+    else:
+        calls.SMALL_CALL = 0
     rng = np.random.default_rng(0)
     stacks = {
         "uint16": rng.integers(0, 4096, options.shape).astype(np.uint16),
@@ -104,7 +116,10 @@ def main() -> None:
         f"{'function':<28} {'dtype':<8} {'stencilpipe s':>13} {'dask-image s':>12} "
         f"{'scipy s':>9} {'vs dask-image':>13} {'vs scipy':>9} {'max |diff|':>11}"
     )
-    print(f"shape {tuple(options.shape)}, chunks {tuple(options.chunks)}, best of {options.repeat}")
+    print(
+        f"shape {tuple(options.shape)}, chunks {tuple(options.chunks)}, best of "
+        f"{options.repeat}, {options.path} path"
+    )
     print(header)
     print("-" * len(header))
     binary = {"bool": stacks["uint16"] > np.median(stacks["uint16"])}
