@@ -83,14 +83,25 @@ class Kernel(PassKernel, Protocol):
         """The code of one specialisation for ``target`` ('cpu': a :class:`RowKernel`)."""
 
     def pass_kernels(
-        self, in_dtype: np.dtype, mode: str, out_dtype: np.dtype | None = None
+        self,
+        in_dtype: np.dtype,
+        mode: str,
+        out_dtype: np.dtype | None = None,
+        elements: int | None = None,
     ) -> tuple[PassKernel, ...]:
-        """The kernels the CPU runs one after another for this call (``(self,)``: itself)."""
+        """The kernels the CPU runs one after another for this call, which writes
+        ``elements`` (``(self,)``: itself)."""
 
     def strip_passes(
-        self, in_dtype: np.dtype, out_dtype: np.dtype, mode: str, cval: Any
+        self,
+        in_dtype: np.dtype,
+        out_dtype: np.dtype,
+        mode: str,
+        cval: Any,
+        elements: int | None = None,
     ) -> list[Any]:
-        """The passes (:class:`.fused.Pass`) the CPU runs for this call."""
+        """The passes (:class:`.fused.Pass`) the CPU runs for this call, which writes
+        ``elements``."""
 
     def with_options(self, **options: Any) -> Kernel:
         """A copy with other ``boundary``, ``cval`` or ``dtype``."""
