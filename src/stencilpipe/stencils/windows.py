@@ -328,7 +328,7 @@ class MeanPass(_LinePass):
         options = (self.before, self.after, MODE_CODES[mode])
         acc: type[np.number[Any]]
         quot: type[np.floating[Any]]
-        if mode != "constant" and narrow_mean(in_dtypes[0], out_dtype, size):
+        if narrow_mean(in_dtypes[0], out_dtype, size):
             stores, acc, quot = (0, False), np.int32, np.float32  # a plain cast stores
         else:
             bits = 0 if out_dtype.kind == "f" else 8 * out_dtype.itemsize
@@ -376,7 +376,9 @@ def narrow_mean(in_dtype: np.dtype, out_dtype: np.dtype, size: int) -> bool:
     which is below that while ``(q + 1) * size < 2**24``, so it truncates to ``q`` as the
     double does (and ``t`` itself is exact in float32). Negative sums mirror this. An
     output that holds the input's range (the mean lies in it) then stores the quotient
-    by a plain cast, without scipy's wrap-around.
+    by a plain cast, without scipy's wrap-around. Under ``constant`` the outside reads
+    ``cval``, a value of the input's dtype (a filter reads a cval its input cannot hold as
+    float64), so the same bound holds: one compiled loop serves every mode.
     """
     if in_dtype.kind not in "iu" or in_dtype.itemsize > 2 or out_dtype.kind not in "iu":
         return False
