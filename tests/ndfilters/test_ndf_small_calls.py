@@ -34,8 +34,18 @@ CALLS = [
     ("convolve, origin", lambda x, **kw: ndf.convolve(x, np.ones((2, 3)) / 5, origin=-1, **kw)),
     ("maximum of a cross", lambda x, **kw: ndf.maximum_filter(x, footprint=CROSS, **kw)),
     ("rank of a box", lambda x, **kw: ndf.rank_filter(x, 2, size=3, **kw)),
+    ("generic np.max", lambda x, **kw: ndf.generic_filter(x, np.max, footprint=CROSS, **kw)),
+    ("generic, arguments", lambda x, **kw: ndf.generic_filter(x, scaled_sum, **ARGS, **kw)),
 ]
 CROSS = np.array([[0, 1, 0], [1, 1, 1], [0, 1, 0]], bool)
+#: Five values: NumPy's sum adds them in order, as Numba's does (it pairs from eight).
+ARGS = {"footprint": CROSS, "extra_arguments": (0.75,)}
+
+
+def scaled_sum(values, scale):
+    return values.sum() * scale - values[0]
+
+
 SCIPY = {
     "symmetric": lambda x, **kw: ndi.correlate1d(x, [1.0, 2.5, 1.0], axis=0, **kw),
     "antisymmetric": lambda x, **kw: ndi.correlate1d(x, [-1.5, 0.0, 1.5], axis=-1, **kw),
@@ -46,6 +56,8 @@ SCIPY = {
     "convolve, origin": lambda x, **kw: ndi.convolve(x, np.ones((2, 3)) / 5, origin=-1, **kw),
     "maximum of a cross": lambda x, **kw: ndi.maximum_filter(x, footprint=CROSS, **kw),
     "rank of a box": lambda x, **kw: ndi.rank_filter(x, 2, size=3, **kw),
+    "generic np.max": lambda x, **kw: ndi.generic_filter(x, np.max, footprint=CROSS, **kw),
+    "generic, arguments": lambda x, **kw: ndi.generic_filter(x, scaled_sum, **ARGS, **kw),
 }
 
 

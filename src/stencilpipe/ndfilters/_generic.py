@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import types
+from typing import Any
 
 import numpy as np
 
@@ -23,6 +24,7 @@ from ..library import _from_source
 from ..stencils import Stencil
 from ..stencils.boundary import NUMPY_PAD_MODES
 from ..stencils.dask_apply import is_dask_array
+from ..stencils.windows import SCIPY_STORES
 from ._apply import (
     Pass,
     as_array,
@@ -36,6 +38,8 @@ from ._apply import (
 from ._casting import Dtypes, store_lines
 from ._correlate import uniform_filter
 from ._derivatives import gaussian_filter
+from ._generic_window import GenericWindow
+from ._kernels import box_places
 from ._order import box_or_footprint, expand, median_filter, offsets_of, warn_size_ignored
 
 __all__ = ["generic_filter", "threshold_local"]
@@ -68,7 +72,9 @@ def _plain(value):
 
 
 def _kernel(function, offsets, extra_arguments, keywords, store) -> Stencil:
-    """The stencil calling ``function`` (compiled) on the values at ``offsets``."""
+    """The stencil calling ``function`` (compiled) on the values at ``offsets``; its small
+    calls run :class:`._generic_window.GenericWindow` (up to 3 axes, no keywords: one
+    compile per function, whatever the footprint)."""
     source = _kernel_source(offsets, len(extra_arguments), [key for key, _ in keywords], store)
     namespace = {"_sp_function": _jitted(function)}
     # NumPy scalars as Python numbers: the compiler writes constants into the kernel's
@@ -76,7 +82,20 @@ def _kernel(function, offsets, extra_arguments, keywords, store) -> Stencil:
     namespace.update({f"_sp_arg{k}": _plain(a) for k, a in enumerate(extra_arguments)})
     namespace.update({f"_sp_kw_{key}": _plain(value) for key, value in keywords})
     kernel_store = np.dtype(np.uint8) if store.kind == "b" else store
-    return _from_source("generic_filter", source, namespace, dtype=kernel_store)
+    made = _from_source("generic_filter", source, namespace, dtype=kernel_store)
+    args = tuple(_plain(a) for a in extra_arguments)
+    if not keywords and kernel_store in SCIPY_STORES and len(offsets[0]) <= 3 and _hashable(args):
+        reach, places = box_places(offsets)
+        made.passes = {"small": (GenericWindow(reach, places, namespace["_sp_function"], args),)}
+    return made
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
 
 
 #: Kernels of recent (function, footprint, arguments, store) calls: a user's function cannot

@@ -27,6 +27,7 @@ __all__ = [
     "correlate1d_kernel",
     "uniform1d_kernel",
     "binary_kernel",
+    "box_places",
     "box_extremum_kernel",
     "rank_kernel",
     "window_extremum_kernel",
@@ -75,7 +76,7 @@ def correlate_kernel(terms: tuple[tuple[Offset, float], ...], store: np.dtype) -
     body = ["    t = 0.0"] + [f"    t += {w!r} * {_read(offset)}" for offset, w in kept]
     made = _kernel("correlate", body, store)
     if store in SCIPY_STORES and len(terms[0][0]) <= 3 and kept:
-        reach, places = _box(tuple(offset for offset, _ in kept))
+        reach, places = box_places(tuple(offset for offset, _ in kept))
         made.passes = {"small": (CorrelateWindow(reach, places, tuple(w for _, w in kept)),)}
     return made
 
@@ -211,7 +212,7 @@ def rank_kernel(
     return _kernel("rank", [*body, f"    t = np.float64({result})"], store)
 
 
-def _box(offsets: tuple[Offset, ...]) -> tuple[tuple[tuple[int, int], ...], tuple[int, ...]]:
+def box_places(offsets: tuple[Offset, ...]) -> tuple[tuple[tuple[int, int], ...], tuple[int, ...]]:
     """The reach of the box holding ``offsets`` (before and after each element, per axis)
     and their places in it (flat, C order), for the window loops."""
     array = np.array(offsets)
@@ -222,7 +223,7 @@ def _box(offsets: tuple[Offset, ...]) -> tuple[tuple[tuple[int, int], ...], tupl
 
 def _rank_window(offsets: tuple[Offset, ...], rank: int) -> RankWindow:
     """The window loop selecting ``rank`` over ``offsets`` (up to 3 axes)."""
-    reach, places = _box(offsets)
+    reach, places = box_places(offsets)
     full = len(places) == math.prod(before + 1 + after for before, after in reach)
     return RankWindow(reach, rank, None if full else places)
 

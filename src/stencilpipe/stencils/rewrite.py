@@ -361,7 +361,7 @@ def selects_only(body: list[ast.stmt], arrays: tuple[str, ...]) -> bool:
     return all(selecting(statement) for statement in body)
 
 
-def _literal(value: Any) -> str | None:
+def source_literal(value: Any) -> str | None:
     """Source that rebuilds ``value``, or None when it cannot be written as source."""
     # NumPy scalars first: np.float64 is a float, and its repr (np.float64(5.0)) names np.
     if isinstance(value, np.generic) and value.dtype.kind in "biuf":
@@ -403,7 +403,7 @@ def resolve_free_names(info: KernelInfo, env: dict[str, Any]) -> tuple[str, dict
             module = value.__name__
             lines.append(f"import {module} as {name}")
             continue
-        literal = _literal(value)
+        literal = source_literal(value)
         if literal is None:
             injected[name] = value
         else:
