@@ -90,25 +90,40 @@ def spread(values):
     return values.max() - values.min()
 
 function = {"np.std": np.std, "spread": spread}[sys.argv[1]]
+stencil = importlib.import_module("stencilpipe.stencils.stencil")
+if sys.argv[2] == "written out":
+    stencil.SMALL_CALL = 0
 x = np.random.default_rng(0).random((9, 10))
 got = ndf.generic_filter(x, function, size=3)
 assert np.allclose(got, ndi.generic_filter(x, function, size=3), rtol=1e-12)
-made = importlib.import_module("stencilpipe.stencils.stencil")._generated.values()
-stats = [k.apply.stats for _, _, compiled in made for k in compiled.kernels.values()]
+if sys.argv[2] == "written out":
+    made = stencil._generated.values()
+    dispatchers = [k.apply for _, _, compiled in made for k in compiled.kernels.values()]
+else:  # the small call's loop (a module of its own where it may be cached)
+    loops = [m for n, m in sys.modules.items() if n.startswith("_stencilpipe_gen_generic_window")]
+    dispatchers = [m.generic_window for m in loops]
+stats = [d.stats for d in dispatchers]
 print(sum(sum(s.cache_hits.values()) for s in stats), sum(sum(s.cache_misses.values()) for s in stats))
 """
 
 
 @pytest.mark.parametrize(
-    "function, loads", [("np.std", ["1", "0"]), ("spread", ["0", "1"])], ids=["numpy", "user"]
+    "function, path, loads",
+    [
+        ("np.std", "written out", ["1", "0"]),
+        ("spread", "written out", ["0", "1"]),
+        ("np.std", "small", ["1", "0"]),
+    ],
+    ids=["numpy", "user", "numpy, small call"],
 )
-def test_generic_filter_kernels_calling_numpy_are_cached_on_disk(tmp_path, function, loads):
+def test_generic_filter_kernels_calling_numpy_are_cached_on_disk(tmp_path, function, path, loads):
     """A kernel calling one of NumPy's functions is loaded by the next process; one calling
-    a user's function is compiled again (it may have changed), and gives its own values."""
+    a user's function is compiled again (it may have changed), and gives its own values.
+    The loop of small calls (``ndfilters._generic_window``) is cached as the kernel is."""
     env = {"STENCILPIPE_CACHE_DIR": str(tmp_path), "PATH": ""}
     runs = [
         subprocess.run(
-            [sys.executable, "-c", GENERIC_SCRIPT, function],
+            [sys.executable, "-c", GENERIC_SCRIPT, function, path],
             env=env,
             capture_output=True,
             text=True,

@@ -73,13 +73,15 @@ class _Rows:
         self._out_type = out_type
         self.ready = False
 
-    def run(self, x: np.ndarray, out: np.ndarray, cval: Any, *, start: int, stop: int) -> None:
+    def run(self, *args: Any, start: int, stop: int) -> None:  # args: x, out, cval
+        x, out, cval = args
         # cval as the input's type (it holds it: fill_values checked), not widened: an
         # int64 window must not pass through float64.
         self._call(x, out, x.dtype.type(cval), start, stop, self._out_type)
         self.ready = True
 
-    def __call__(self, x: np.ndarray, out: np.ndarray, cval: Any, *, rows: int) -> None:
+    def __call__(self, *args: Any, rows: int) -> None:  # args: x, out, cval (a RowKernel)
+        x, out, cval = args
         if not self.ready:
             self.run(x, out, cval, start=0, stop=rows)
             return
