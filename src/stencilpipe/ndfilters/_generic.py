@@ -91,6 +91,7 @@ def _kernel(function, offsets, extra_arguments, keywords, store) -> Stencil:
 
 
 def _hashable(value: Any) -> bool:
+    """Whether ``value`` can key a cache (a pass is compiled once per its attributes)."""
     try:
         hash(value)
     except TypeError:
