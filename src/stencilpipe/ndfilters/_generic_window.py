@@ -22,7 +22,7 @@ from ..errors import KernelError
 from ..stencils.boundary import MODE_CODES
 from ..stencils.modules import load_module
 from ..stencils.rewrite import source_literal
-from ..stencils.windows import CachedPass, _Rows, box_frames, box_reach
+from ..stencils.windows import BoxPass, _Rows, box_frames, box_reach, scipy_store
 
 __all__ = ["GenericWindow"]
 
@@ -72,7 +72,7 @@ def _loop(function: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class GenericWindow(CachedPass):
+class GenericWindow(BoxPass):
     """``function(buffer, *args)`` of the values at ``places`` of the box around each
     element (1 to 3 core axes; the buffer of doubles in the places' order), stored as
     scipy stores a double, for outputs of :data:`~stencilpipe.stencils.windows.SCIPY_STORES`.
@@ -95,11 +95,6 @@ class GenericWindow(CachedPass):
     args: tuple
 
     name = "generic_window"
-    dtype = None  # the output's
-
-    @property
-    def halo(self) -> tuple[tuple[int, int], ...]:
-        return self.reach
 
     def _build(self, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str) -> _Rows:
         loop = _loop(self.function)
@@ -108,7 +103,7 @@ class GenericWindow(CachedPass):
         code = MODE_CODES[mode]
         places = np.array(self.places, np.intp)
         qs, ss = places // kn, places % kn
-        stores = (0 if out_dtype.kind == "f" else 8 * out_dtype.itemsize), out_dtype.kind == "i"
+        stores = scipy_store(out_dtype)
 
         def call(x, out, cval, start, stop, to):
             xs, outs = box_frames(x, ndim), box_frames(out, ndim)

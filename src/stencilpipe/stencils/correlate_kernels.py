@@ -9,7 +9,7 @@ for a whole row at a time, one weight after another, so each step is one vectori
 sweep over the row, and each point still adds its terms in scipy's order: the results
 are scipy's doubles, stored as scipy's C code stores them
 (:func:`.window_kernels.store_all`). A sweep per term loads and stores the row's sums
-each time: 1.5-4x the time of a kernel written out per weights (which sums each point
+each time: 1.4-2.7x the time of a kernel written out per weights (which sums each point
 in registers), for a compile once per dtype instead of once per weights; the CPU runs
 them on small calls (:data:`.stencil.SMALL_CALL`).
 

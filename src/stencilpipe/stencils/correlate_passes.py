@@ -22,7 +22,7 @@ import numpy as np
 
 from .boundary import MODE_CODES
 from .modules import load_module
-from .windows import CachedPass, _LinePass, _Rows, box_frames, box_reach
+from .windows import BoxPass, _LinePass, _Rows, box_frames, box_reach, scipy_store
 
 __all__ = ["CorrelatePass", "CorrelateWindow"]
 
@@ -75,16 +75,11 @@ class CorrelatePass(_LinePass):
         def along(*args: Any) -> None:
             loops.correlate_lines(*args, weights, self.symmetry)
 
-        return self._rows(across, along, options, _stores(out_dtype), out_dtype)
-
-
-def _stores(out_dtype: np.dtype) -> tuple[int, bool]:
-    """``(bits, signed)`` of :func:`.window_kernels.store_c` for ``out_dtype``."""
-    return (0 if out_dtype.kind == "f" else 8 * out_dtype.itemsize), out_dtype.kind == "i"
+        return self._rows(across, along, options, scipy_store(out_dtype), out_dtype)
 
 
 @dataclass(frozen=True)
-class CorrelateWindow(CachedPass):
+class CorrelateWindow(BoxPass):
     """scipy's N-D correlation over 1 to 3 core axes
     (:func:`.correlate_kernels.correlate_window`), stored as scipy stores a double, for
     outputs of :data:`.windows.SCIPY_STORES`.
@@ -105,11 +100,6 @@ class CorrelateWindow(CachedPass):
     weights: tuple[float, ...]
 
     name = "correlate"
-    dtype = None  # the input's
-
-    @property
-    def halo(self) -> tuple[tuple[int, int], ...]:
-        return self.reach
 
     def _build(self, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str) -> _Rows:
         loops = _loops()
@@ -118,7 +108,7 @@ class CorrelateWindow(CachedPass):
         code = MODE_CODES[mode]
         points = np.array(self.points, np.intp)
         weights = np.array(self.weights, np.float64)
-        stores = _stores(out_dtype)
+        stores = scipy_store(out_dtype)
 
         def call(x, out, cval, start, stop, to):
             xs, outs = box_frames(x, ndim), box_frames(out, ndim)

@@ -52,7 +52,7 @@ _CORE_DIM_NAMES = "nmklpqrstuvw"
 #: unless its kernel written out costs no compile (loaded, or in Numba's disk cache).
 #: Those passes are loops compiled once per dtype, where the kernel written out for each
 #: weights or window compiles for one to four seconds (on a machine's first use: Numba
-#: caches it on disk) and runs 1.5-4x faster (1 thread, uint16, small / written out ms:
+#: caches it on disk) and runs 1.4-4.7x faster (1 thread, uint16, small / written out ms:
 #: 512x512 gaussian sigma 1.5 1.16 / 0.74, 3x3 correlation 0.56 / 0.39, rank of a 3x3
 #: box 0.71 / 0.19; 1023x1023 4.31 / 2.56, 2.23 / 1.36, 2.73 / 0.58). So a script's
 #: first calls on small arrays do not wait for compiles, and a filter used on much data

@@ -35,12 +35,14 @@ __all__ = [
     "BoxExtremum",
     "BoxMean",
     "BoxMedian3",
+    "BoxPass",
     "box_frames",
     "box_reach",
     "CachedPass",
     "ExtremumPass",
     "HISTOGRAM_ABOVE",
     "SCIPY_STORES",
+    "scipy_store",
     "MeanPass",
     "RankWindow",
     "window_loops",
@@ -216,9 +218,9 @@ class ExtremumPass(_LinePass):
 BOX_ROWS_UP_TO = 31
 
 
-class _BoxPass(CachedPass):
-    """A pass over a 2-D box reaching ``reach`` (the subclasses' attribute) before and
-    after each element, per core axis."""
+class BoxPass(CachedPass):
+    """A pass over a box reaching ``reach`` (the subclasses' attribute) before and after
+    each element, per core axis (1 to 3; :func:`box_reach`, :func:`box_frames`)."""
 
     reach: tuple[tuple[int, int], ...]
 
@@ -230,7 +232,7 @@ class _BoxPass(CachedPass):
 
 
 @dataclass(frozen=True)
-class BoxExtremum(_BoxPass):
+class BoxExtremum(BoxPass):
     """Minimum or maximum over a 2-D box in one pass over memory
     (:func:`.window_kernels.extremum_box`): per output row, the box's rows compared into a
     row buffer in L1, then along it by doubling. For small and medium boxes, where two
@@ -301,11 +303,16 @@ class BoxMedian3(CachedPass):
 
 
 #: Output dtypes the window loops store as scipy's C code does
-#: (:func:`.window_kernels.store_c`): :class:`MeanPass`'s and
-#: :class:`.correlate_passes.CorrelatePass`'s.
+#: (:func:`.window_kernels.store_c`, with the arguments of :func:`scipy_store`).
 SCIPY_STORES = frozenset(
     np.dtype(t) for t in ("uint8", "int8", "uint16", "int16", "int32", "float32", "float64")
 )
+
+
+def scipy_store(out_dtype: np.dtype) -> tuple[int, bool]:
+    """``(bits, signed)`` of :func:`.window_kernels.store_c` storing into ``out_dtype``
+    (one of :data:`SCIPY_STORES`): 0 bits for a float."""
+    return (0 if out_dtype.kind == "f" else 8 * out_dtype.itemsize), out_dtype.kind == "i"
 
 
 @dataclass(frozen=True)
@@ -333,8 +340,7 @@ class MeanPass(_LinePass):
         if narrow_mean(in_dtypes[0], out_dtype, size):
             stores, acc, quot = (0, False), np.int32, np.float32  # a plain cast stores
         else:
-            bits = 0 if out_dtype.kind == "f" else 8 * out_dtype.itemsize
-            stores, acc, quot = (bits, out_dtype.kind == "i"), np.float64, np.float64
+            stores, acc, quot = scipy_store(out_dtype), np.float64, np.float64
         sums_type, divide = _line_sums(in_dtypes[0], size, narrow=acc is np.int32)
         across_sums = sums_type if divide[0] else acc
 
@@ -424,7 +430,7 @@ HISTOGRAM_ABOVE = 150
 
 
 @dataclass(frozen=True)
-class RankWindow(CachedPass):
+class RankWindow(BoxPass):
     """The value of ``rank`` (in sorted order) among a window, for 1 to 3 core axes.
 
     Attributes
@@ -451,11 +457,6 @@ class RankWindow(CachedPass):
     points: tuple[int, ...] | None = None
 
     name = "rank_window"
-    dtype = None  # the input's
-
-    @property
-    def halo(self) -> tuple[tuple[int, int], ...]:
-        return self.reach
 
     @property
     def size(self) -> int:
@@ -512,7 +513,7 @@ class RankWindow(CachedPass):
 
 
 @dataclass(frozen=True)
-class BoxMean(_BoxPass):
+class BoxMean(BoxPass):
     """The mean over a 2-D box of integers, rounded to nearest (half to even) and
     saturated as the library's mean stores it, in time that does not grow with the box
     (:func:`.window_kernels.box_mean`: running sums down the columns and along the rows).
