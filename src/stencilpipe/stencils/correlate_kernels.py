@@ -11,7 +11,9 @@ are scipy's doubles, stored as scipy's C code stores them
 (:func:`.window_kernels.store_all`). A sweep per term loads and stores the row's sums
 each time: 1.4-2.7x the time of a kernel written out per weights (which sums each point
 in registers), for a compile once per dtype instead of once per weights; the CPU runs
-them on small calls (:data:`.stencil.SMALL_CALL`).
+them on small calls (:data:`.stencil.SMALL_CALL`), and across rows that share cache sets
+(:func:`.stencil.rows_share_sets`), where a kernel written out is slower (see
+:data:`stencilpipe.ndfilters._kernels.ACROSS_ROWS`).
 
 :mod:`.correlate_passes` loads this file as a generated module
 (:func:`.modules.load_module`), so Numba's disk cache of it lives, and is locked, with
@@ -25,6 +27,11 @@ from stencilpipe.stencils.windows import window_loops
 
 _SP_CACHE = True
 jit = numba.njit(cache=_SP_CACHE, nogil=True)
+
+#: The bytes of the ring of rows :func:`correlate` keeps in cache (half a 512 KiB L2), and
+#: the fewest elements of a strip (a sweep long enough to vectorise).
+STRIP_BYTES = 1 << 18
+STRIP_MIN = 64
 
 _loops = window_loops()
 fold = _loops.fold
@@ -66,29 +73,48 @@ def correlate(x, out, cval, first, last, before, after, mode, to, bits, signed, 
     ``x[l, i - before : i + after + 1, :]``, for the flat positions ``l * n + i`` in
     ``[first, last)`` of ``(lines, n, width)`` arrays; every operation runs along the last
     axis (vectorised). ``symmetry``: 1 symmetric, -1 antisymmetric odd weights, else 0.
-    The window's rows are read in place; where it reaches ``cval`` rows (under
-    ``constant``), from a block of its rows copied."""
+
+    The positions run strip by strip of the last axis, each strip's window rows copied
+    (folded, or ``cval``) into a ring of ``size`` rows, one new row per position: read in
+    place, rows a power of two apart (a 2048-wide float64 frame's) share cache sets, and a
+    window of 33 of them came from L3 at every position (5x slower)."""
     n, width = x.shape[1], x.shape[2]
     size = before + after + 1
+    strip = min(width, max(STRIP_MIN, STRIP_BYTES // (size * x.itemsize)))
+    # One cache line more per ring row: rows a power of two apart share cache sets.
+    ring = np.empty((size, strip + 64 // x.itemsize), x.dtype)
     qs = np.empty(size, np.intp)
     ss = np.zeros(size, np.intp)
-    block = np.empty((size, width), x.dtype)
-    acc = np.empty(width, np.float64)
-    for position in range(first, last):
-        line, i = position // n, position % n
-        inside = True
-        for k in range(size):
-            qs[k] = fold(i - before + k, n, mode)
-            inside = inside and qs[k] >= 0
-        if inside:
-            correlate_line(acc, x[line], qs, ss, weights, symmetry)
-        else:
+    sums = np.empty(strip, np.float64)
+    for c0 in range(0, width, strip):
+        c1 = min(c0 + strip, width)
+        acc = sums[: c1 - c0]
+        held, loaded = -1, 0  # the line in the ring, and its next row to load
+        for position in range(first, last):
+            line, i = position // n, position % n
+            top = i - before
+            if line != held:
+                held, loaded = line, top
+            for v in range(loaded, i + after + 1):
+                ring_row(x, line, v, c0, c1, mode, cval, ring[v % size])
+            loaded = i + after + 1
             for k in range(size):
-                for w in range(width):
-                    block[k, w] = cval if qs[k] < 0 else x[line, qs[k], w]
-                qs[k] = k
-            correlate_line(acc, block, qs, ss, weights, symmetry)
-        store_all(acc, out[line, i], to, bits, signed)
+                qs[k] = (top + k) % size
+            correlate_line(acc, ring, qs, ss, weights, symmetry)
+            store_all(acc, out[line, i, c0:c1], to, bits, signed)
+
+
+@jit
+def ring_row(x, line, v, c0, c1, mode, cval, row):
+    """``row[:c1 - c0]`` = row ``v`` of ``x[line]`` from ``c0`` to ``c1``, folded by
+    ``mode``, or ``cval`` outside."""
+    j = fold(v, x.shape[1], mode)
+    if j < 0:
+        for w in range(c1 - c0):
+            row[w] = cval
+    else:
+        for w in range(c1 - c0):
+            row[w] = x[line, j, c0 + w]
 
 
 @jit

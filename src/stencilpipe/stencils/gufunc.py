@@ -135,14 +135,14 @@ def apply_numpy(
         else np.empty(out.shape, out.dtype).reshape(flat_shape)
     )
     kernels = (
-        stencil.pass_kernels(in_dtypes[0], mode, out.dtype, out.size)
+        stencil.pass_kernels(in_dtypes[0], mode, out.dtype, target.shape)
         if stencil.passes
         else (stencil,)
     )
     # Passes over row strips: a separable filter's 1-D passes (not on 1-D frames, which
     # have no rows to cut), or a window filter (:mod:`.windows`).
     if kernels != (stencil,) and (len(kernels) == 1 or target.ndim > 2):
-        passes = stencil.strip_passes(in_dtypes[0], out.dtype, mode, cval, out.size)
+        passes = stencil.strip_passes(in_dtypes[0], out.dtype, mode, cval, target.shape)
         run_passes(
             passes, np.ascontiguousarray(flat_inputs[0]), target, whole_frames=mode == "wrap"
         )

@@ -87,10 +87,10 @@ class Kernel(PassKernel, Protocol):
         in_dtype: np.dtype,
         mode: str,
         out_dtype: np.dtype | None = None,
-        elements: int | None = None,
+        shape: tuple[int, ...] | None = None,
     ) -> tuple[PassKernel, ...]:
-        """The kernels the CPU runs one after another for this call, which writes
-        ``elements`` (``(self,)``: itself)."""
+        """The kernels the CPU runs one after another for this call, which writes an
+        array of ``shape`` (``(self,)``: itself)."""
 
     def strip_passes(
         self,
@@ -98,10 +98,10 @@ class Kernel(PassKernel, Protocol):
         out_dtype: np.dtype,
         mode: str,
         cval: Any,
-        elements: int | None = None,
+        shape: tuple[int, ...] | None = None,
     ) -> list[Any]:
-        """The passes (:class:`.fused.Pass`) the CPU runs for this call, which writes
-        ``elements``."""
+        """The passes (:class:`.fused.Pass`) the CPU runs for this call, which writes an
+        array of ``shape``."""
 
     def with_options(self, **options: Any) -> Kernel:
         """A copy with other ``boundary``, ``cval`` or ``dtype``."""
