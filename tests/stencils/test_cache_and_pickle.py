@@ -197,3 +197,24 @@ def test_a_process_unpickles_stencils_that_share_compiled_code():
     np.testing.assert_array_equal(again(x), sp.chain(median, sp.library.gaussian(1.0))(x))
     assert pickle.loads(pickle.dumps(other)).boundary == "nearest"
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(other))(x), other(x))
+
+
+def test_a_kernel_is_known_compiled_by_what_its_source_is_made_from(tmp_path, monkeypatch):
+    """Whether a kernel is in the disk cache is read from a marker named by its kernel's
+    code, constants and dtypes: made by running it, not by another constant's kernel."""
+    monkeypatch.setenv("STENCILPIPE_CACHE_DIR", str(tmp_path))
+    source = "def scaled(x):\n    return x[-1, 0] * SCALE + x[1, 0]\n"
+    made = {
+        scale: sp.Stencil.from_source("scaled", source, {"SCALE": scale}) for scale in (2, 3)
+    }
+    u8, f4 = np.dtype(np.uint8), np.dtype(np.float32)
+    marker = made[2]._marker((u8,), f4)
+    assert marker != made[3]._marker((u8,), f4) != made[2]._marker((f4,), f4)
+    assert marker == sp.Stencil.from_source("scaled", source, {"SCALE": 2})._marker((u8,), f4)
+    assert not marker.exists()
+    x = np.arange(20, dtype=np.uint8).reshape(4, 5)
+    got = made[2](x, out=np.empty(x.shape, f4))
+    assert marker.exists()
+    assert not made[3]._marker((u8,), f4).exists()
+    padded = np.pad(x.astype(np.float64), 1, mode="symmetric")
+    np.testing.assert_array_equal(got, padded[:-2, 1:-1] * 2 + padded[2:, 1:-1])

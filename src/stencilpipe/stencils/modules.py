@@ -22,7 +22,7 @@ from typing import Any
 
 from .compile_lock import compile_lock, lock_cache_files
 
-__all__ = ["cache_dir", "compiled_before", "load_module"]
+__all__ = ["cache_dir", "compiled_marker", "generator_fingerprint", "load_module", "mark_compiled"]
 
 
 def cache_dir() -> Path:
@@ -87,12 +87,32 @@ def _module_name(name: str, source: str) -> str:
     return f"_stencilpipe_gen_{name}_{digest}"
 
 
-def compiled_before(name: str, source: str, function: str) -> bool:
-    """Whether Numba's disk cache holds ``function`` of the module that
-    :func:`load_module` loads for ``name`` and ``source``: compiled on this machine before,
-    so loading it takes milliseconds instead of a compile."""
-    stem = _module_name(name, source)
-    return any((cache_dir() / "__pycache__").glob(f"{stem}.{function}-*.nbi"))
+@cache
+def generator_fingerprint() -> str:
+    """Hash of the code that generates kernels' source (this package's modules) and of
+    Numba's version: what a source generated before by another process depended on."""
+    import numba
+
+    digest = hashlib.sha256(numba.__version__.encode())
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def compiled_marker(key: str) -> Path:
+    """The file that says the module of ``key`` (a digest of what its source is generated
+    from) has been compiled on this machine, so Numba's disk cache holds its code."""
+    return cache_dir() / "compiled" / key
+
+
+def mark_compiled(marker: Path) -> None:
+    """Create ``marker`` (see :func:`compiled_marker`); a cache that cannot be written only
+    loses the shortcut."""
+    try:
+        marker.parent.mkdir(exist_ok=True)
+        marker.touch()
+    except OSError:
+        pass
 
 
 def _load_module(name: str, source: str, injected: dict[str, Any] | None) -> ModuleType:

@@ -19,6 +19,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
@@ -36,7 +37,7 @@ from .foreign import is_foreign, like, to_native
 from .fused import Pass
 from .gufunc import fill_values
 from .kernel import PassKernel
-from .modules import compiled_before, load_module
+from .modules import compiled_marker, generator_fingerprint, load_module, mark_compiled
 from .rewrite import resolve_free_names
 from .threads import run_rows
 
@@ -91,7 +92,7 @@ class _Specialisations:
     kernels: dict[tuple, CompiledKernel] = field(default_factory=dict)
     #: Elements written by small calls through ``'small'`` passes (see :data:`SMALL_WORK`).
     small_work: int = 0
-    #: (in_dtypes, out_dtype): whether the CPU module was in Numba's disk cache.
+    #: (in_dtypes, out_dtype): whether the CPU module was compiled on this machine before.
     on_disk: dict[tuple, bool] = field(default_factory=dict)
 
 
@@ -422,7 +423,9 @@ class Stencil:
                 kernel = kernels.get(key)
                 if kernel is None:
                     module, lines = self._compiled.modules.get(key[:3]) or self._generate(*key[:3])
-                    kernel = CompiledKernel(self, module, lines, in_dtypes, MODE_CODES[mode])
+                    marker = self._marker(in_dtypes, out_dtype) if target == "cpu" else None
+                    code = MODE_CODES[mode]
+                    kernel = CompiledKernel(self, module, lines, in_dtypes, code, marker)
                     kernels[key] = kernel
         return kernel
 
@@ -436,11 +439,25 @@ class Stencil:
             return True
         on_disk = self._compiled.on_disk.get(key)
         if on_disk is None:
-            generated, injected = self._source("cpu", *key)
-            name = f"{self.name}_cpu"
-            on_disk = not injected and compiled_before(name, generated.source, "apply")
+            marker = self._marker(*key)
+            on_disk = marker is not None and marker.exists()
             self._compiled.on_disk[key] = on_disk
         return on_disk
+
+    def _marker(self, in_dtypes: tuple, out_dtype: np.dtype) -> Path | None:
+        """The file that says this CPU specialisation was compiled on this machine
+        (:func:`.modules.compiled_marker`), named by a digest of what its source is
+        generated from: generating it takes 10-100 ms (a 27-point generic_filter's), which a
+        call that only asks whether it could load it should not pay. None when the module
+        cannot be cached on disk (it holds a user's objects)."""
+        prelude, injected = resolve_free_names(self.info, kernel_env(self.func))
+        if injected:
+            return None
+        info = self.info
+        shape = (info.array_params, info.scalar_params, info.scalar_defaults, info.halo)
+        parts = [generator_fingerprint(), self.name, ast.dump(ast.Module(list(info.body), []))]
+        parts += [repr(shape), prelude, repr(in_dtypes), repr(out_dtype)]
+        return compiled_marker(hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32])
 
     def _source(self, target: str, in_dtypes: tuple, out_dtype: np.dtype) -> tuple[Any, dict]:
         """The generated source of one specialisation and the objects injected into its
@@ -657,11 +674,21 @@ class CompiledKernel:
     The CPU loop nest is called as ``kernel(*args, rows=n)`` (split over
     threads), which passes ``apply`` the mode's code (:attr:`mode`) after ``args``;
     other targets launch ``kernel.apply`` themselves, with :attr:`mode`, inside
-    ``with kernel.errors_translated():``.
+    ``with kernel.errors_translated():``. Once compiled, it creates ``marker`` (see
+    :meth:`Stencil._marker`), where one is given.
     """
 
-    def __init__(self, stencil: Stencil, module, line_map: dict[int, int], in_dtypes, mode: int):
+    def __init__(
+        self,
+        stencil: Stencil,
+        module,
+        line_map: dict[int, int],
+        in_dtypes,
+        mode: int,
+        marker: Path | None = None,
+    ):
         self.stencil = stencil
+        self.marker = marker
         self.apply = module.apply
         self.mode = mode
         self.path = module.__file__
@@ -688,6 +715,7 @@ class CompiledKernel:
         *args, start, stop = args
         with self.errors_translated():
             self.apply.compile(tuple(numba.typeof(a) for a in [*args, self.mode, start, stop]))
+        self._mark()
 
     def __call__(self, *args: Any, rows: int) -> None:
         """Run the CPU loop nest over ``rows`` rows; the first call compiles, in this thread."""
@@ -710,6 +738,11 @@ class CompiledKernel:
         with self.errors_translated():
             self.apply(*args, self.mode, start, stop)
         self._ran = True
+        self._mark()
+
+    def _mark(self) -> None:
+        if self.marker is not None:
+            mark_compiled(self.marker)
 
     def _translate(self, exc: Exception) -> KernelError:
         info = self.stencil.info
