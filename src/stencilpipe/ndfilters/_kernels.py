@@ -156,13 +156,19 @@ def correlate1d_kernel(
 #: 23 / 19 (15), 59 / 70 (31).
 RUNNING_MEAN_ABOVE = {True: 3, False: 15}
 
-#: Along the last axis, 8- and 16-bit integer outputs (of integer inputs: exact integer
-#: window sums, :func:`~stencilpipe.stencils.window_kernels.running_mean_integers`) run
-#: those above these sizes instead. 2048x2048, 1 thread, load 1.5-1.7, two runs, running /
-#: per-point time (``benchmarks/windows.py --running-mean``): uint8 size 3 0.78-1.08, 5
-#: 0.64-0.86, 7 0.52-0.80, 9 and more 0.38-0.71; uint16 5 1.15-1.21, 7 0.88-1.02, 9 and more
-#: 0.64-0.86; int32 keeps the per-point sum up to 15 (its int64 running sum: 1.5-2.3).
-RUNNING_INTEGER_MEAN_ABOVE = {1: 4, 2: 8}
+#: 8- and 16-bit integer outputs (of integer inputs: exact integer window sums,
+#: :func:`~stencilpipe.stencils.window_kernels.running_mean_integers` along the last axis,
+#: :func:`~stencilpipe.stencils.window_kernels.running_mean` across) run those above these
+#: sizes instead, in both directions. On an AVX2 machine (no packed conversion of doubles
+#: to int64: the per-point store converted one by one until it went through int32) the
+#: window sums are faster from size 2: 2048x2048, 1 thread, interleaved best of 11,
+#: per-point / window sums ms, across / along: uint8 size 2 3.01 / 2.40, 2.84 / 2.28;
+#: 3 3.81 / 1.83, 3.70 / 2.31; 4 1.82 / 1.74 (already sums), 4.06 / 2.44; uint16 3
+#: 3.67 / 2.13, 3.62 / 3.09; 5 along 5.05 / 3.59; 7 along 6.24 / 3.83. (On an AVX-512
+#: machine, round 7, window sums / per-point time along rows: uint8 size 3 0.78-1.08, uint16
+#: size 5 1.15-1.21, whence the sizes there, 4 and 8.) int32 keeps
+#: the per-point sum up to 15 (its int64 running sum: 1.5-2.3).
+RUNNING_INTEGER_MEAN_ABOVE = {1: 1, 2: 1}
 
 
 @functools.lru_cache(maxsize=128)
@@ -183,7 +189,7 @@ def uniform1d_kernel(size: int, origin: int, store: np.dtype, across: bool = Fal
     body.append(f"    t = t / {float(size)!r}")
     made = _kernel("uniform1d", body, store)
     above = RUNNING_MEAN_ABOVE[across]
-    if not across and store.kind in "iu":
+    if store.kind in "iu":
         above = RUNNING_INTEGER_MEAN_ABOVE.get(store.itemsize, above)
     if size > above and store in SCIPY_STORES:
         reach = (before + origin, size - 1 - before - origin)
