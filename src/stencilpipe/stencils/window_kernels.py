@@ -745,7 +745,7 @@ def store_c(value, to, bits, signed):
     if bits == 0:
         return to(value)
     if -2147483649.0 < value < 2147483648.0:
-        v = np.int64(value)
+        v = np.int64(np.int32(value))  # AVX2 converts doubles to int32 packed, to int64 not
     else:
         v = np.int64(-2147483648)
     if bits == 32:
