@@ -489,7 +489,7 @@ class Stencil:
         shape: tuple[int, ...] | None = None,
     ) -> tuple[PassKernel, ...]:
         """The kernels the CPU runs, one after another, for input ``in_dtype`` under ``mode``
-        into ``out_dtype``, for a call writing an array of ``shape`` (batch, *core) (None:
+        into ``out_dtype``, for a call writing an array of ``shape`` (``(batch, *core)``; None:
         any): ``(self,)`` or those of :attr:`passes` (see :meth:`strip_passes`). Small calls
         take the ``'small'`` passes while the kernel costs a compile (see
         :data:`SMALL_CALL`); calls whose rows share cache sets (:func:`rows_share_sets`)
