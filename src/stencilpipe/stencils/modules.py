@@ -82,11 +82,6 @@ def load_module(name: str, source: str, injected: dict[str, Any] | None = None) 
         return _load_module(name, source, injected)
 
 
-def _module_name(name: str, source: str) -> str:
-    digest = hashlib.sha256((_runtime_fingerprint() + source).encode()).hexdigest()[:20]
-    return f"_stencilpipe_gen_{name}_{digest}"
-
-
 @cache
 def generator_fingerprint() -> str:
     """Hash of the code that generates kernels' source (this package's modules) and of
@@ -116,7 +111,8 @@ def mark_compiled(marker: Path) -> None:
 
 
 def _load_module(name: str, source: str, injected: dict[str, Any] | None) -> ModuleType:
-    module_name = _module_name(name, source)
+    digest = hashlib.sha256((_runtime_fingerprint() + source).encode()).hexdigest()[:20]
+    module_name = f"_stencilpipe_gen_{name}_{digest}"
     if module_name in sys.modules and not injected:
         return sys.modules[module_name]
     path = cache_dir() / f"{module_name}.py"
