@@ -29,9 +29,11 @@ from typing import Any
 import numpy as np
 
 from .stencils import Stencil
+from .stencils.correlate_passes import CorrelatePass
 from .stencils.dtypes import exact_reciprocal
 from .stencils.gauss_int import INPUTS as FLOAT32_GAUSSIAN_INPUTS
 from .stencils.gauss_int import GaussianPass
+from .stencils.stencil import ACROSS_ROWS
 from .stencils.windows import (
     BOX_ROWS_UP_TO,
     BoxExtremum,
@@ -341,8 +343,30 @@ def _pass_stencils(
             if float_type != "float64":
                 scale = f" * np.{float_type}({1 / divisor!r})"
             body = body.replace("    return total\n", f"    return total{scale}\n")
-        steps.append(_from_source(step, body, {}, dtype=np.dtype(float_type)))
+        made = _from_source(step, body, {}, dtype=np.dtype(float_type))
+        if float_type == "float64" and d < len(passes) - 1:
+            made.passes = _ring_of_rows(d, terms)
+        steps.append(made)
     return tuple(steps)
+
+
+def _ring_of_rows(axis: int, terms: dict[tuple[int, ...], float]) -> dict | None:
+    """The passes of a float64 pass across rows (along ``axis``, not the last) where its
+    rows share cache sets: over more than :data:`~.stencils.stencil.ACROSS_ROWS` rows, the
+    same sums over a ring of rows (:class:`~.stencils.correlate_passes.CorrelatePass`).
+    None for other passes.
+
+    The ring adds :func:`_weighted_sum`'s symmetric terms in its order, but from the
+    first term rather than from ``0.0``: the two differ only where every term is ``-0.0``
+    (the ring's sum is ``-0.0``), and the last pass, along the rows and written out from
+    ``0.0``, makes either ``0.0``.
+    """
+    weights = tuple(terms.values())
+    if len(weights) <= ACROSS_ROWS or not _symmetric(terms) or not all(weights):
+        return None
+    ndim = len(next(iter(terms)))
+    reach = len(weights) // 2
+    return {"shared_sets": (CorrelatePass(axis, reach, reach, ndim, weights, 1),)}
 
 
 def _weighted_sum(

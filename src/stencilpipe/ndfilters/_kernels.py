@@ -18,6 +18,7 @@ import numpy as np
 from ..library import _big_median, _extremum_kind, _from_source, _selection_network, median
 from ..stencils import Stencil
 from ..stencils.correlate_passes import CorrelatePass, CorrelateWindow
+from ..stencils.stencil import ACROSS_ROWS
 from ..stencils.windows import SCIPY_STORES, BoxExtremum, ExtremumPass, MeanPass, RankWindow
 from ._casting import store_lines
 
@@ -94,17 +95,6 @@ def _symmetry(weights: tuple[float, ...]) -> int:
     return 0
 
 
-#: Windows of more rows than this run across rows that share cache sets
-#: (:func:`~stencilpipe.stencils.stencil.rows_share_sets`) as
-#: :class:`~stencilpipe.stencils.correlate_passes.CorrelatePass`, which copies them into a
-#: ring of rows first. Written out, the kernel reads each row in place: 1 thread, ms,
-#: written out / ring, 2048x2048 float32 13 rows 7.2 / 7.2, 17 10.2 / 6.3, 25 20.6 / 8.1,
-#: 65 60 / 24; float64 13 29.6 / 17.9, 65 178 / 34; (64, 256, 256) float32 along the
-#: first axis 17 14.0 / 9.6. On rows that do not share sets (2000x2000) the kernel written
-#: out is 1.4-2.6x faster.
-ACROSS_ROWS = 12
-
-
 @functools.lru_cache(maxsize=512)
 def correlate1d_kernel(
     weights: tuple[float, ...], origin: int, store: np.dtype, across: bool = False
@@ -119,7 +109,8 @@ def correlate1d_kernel(
     data (:class:`~stencilpipe.stencils.correlate_passes.CorrelatePass`, compiled once
     per dtype whatever the weights), for outputs of
     :data:`~stencilpipe.stencils.windows.SCIPY_STORES`; so do calls of more than
-    :data:`ACROSS_ROWS` weights across rows that share cache sets.
+    :data:`~stencilpipe.stencils.stencil.ACROSS_ROWS` weights across rows that share
+    cache sets.
     """
     before = len(weights) // 2
     after = len(weights) - before - 1

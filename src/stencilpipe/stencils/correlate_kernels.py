@@ -13,7 +13,7 @@ each time: 1.4-2.7x the time of a kernel written out per weights (which sums eac
 in registers), for a compile once per dtype instead of once per weights; the CPU runs
 them on small calls (:data:`.stencil.SMALL_CALL`), and across rows that share cache sets
 (:func:`.stencil.rows_share_sets`), where a kernel written out is slower (see
-:data:`stencilpipe.ndfilters._kernels.ACROSS_ROWS`).
+:data:`.stencil.ACROSS_ROWS`).
 
 :mod:`.correlate_passes` loads this file as a generated module
 (:func:`.modules.load_module`), so Numba's disk cache of it lives, and is locked, with

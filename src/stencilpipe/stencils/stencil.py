@@ -71,9 +71,19 @@ def rows_share_sets(shape: tuple[int, ...], dtype: np.dtype) -> bool:
     multiple of :data:`CACHE_WAY` bytes apart, so that a window of more rows than the
     cache has ways evicts its own rows: a 2048x2048 float32 frame's 17-row pass took 2.8x
     the time of a 2000x2000 one's. Floats only: on 2048x2048 uint8 and uint16 frames,
-    13 to 65 rows, a ring of rows (:data:`stencilpipe.ndfilters._kernels.ACROSS_ROWS`)
-    was no faster than reading them in place."""
+    13 to 65 rows, a ring of rows (:data:`ACROSS_ROWS`) was no faster than reading them
+    in place."""
     return dtype.kind == "f" and len(shape) > 2 and shape[-1] * dtype.itemsize % CACHE_WAY == 0
+
+
+#: Windows of more rows than this run across rows that share cache sets
+#: (:func:`rows_share_sets`) as :class:`~.correlate_passes.CorrelatePass`, which copies
+#: them into a ring of rows first: scipy's ``correlate1d`` in ndfilters, the library's
+#: float passes across rows (mean, gaussian). Written out, a kernel reads each row in
+#: place: 1 thread, ms, written out / ring, 2048x2048 float32 13 rows 7.2 / 7.2, 17
+#: 10.2 / 6.3, 25 20.6 / 8.1, 65 60 / 24; float64 13 29.6 / 17.9, 65 178 / 34. On rows
+#: that do not share sets (2000x2000) the kernel written out is 1.4-2.6x faster.
+ACROSS_ROWS = 12
 
 
 #: Elements a stencil writes in small calls (see :data:`SMALL_CALL`) before its small calls
@@ -542,7 +552,9 @@ class Stencil:
         cannot wrap (see :func:`~stencilpipe.stencils.fused.run_passes`). A call writing
         an array of ``shape`` with fewer than :data:`SMALL_CALL` elements runs
         ``passes['small']`` where the stencil has them, until it has written
-        :data:`SMALL_WORK` elements in them (see :meth:`pass_kernels`).
+        :data:`SMALL_WORK` elements in them (see :meth:`pass_kernels`). A pass that is a
+        stencil with passes of its own gives those in its place (the library's float
+        passes across rows that share cache sets run over a ring of rows).
         """
         kernels = self.pass_kernels(in_dtype, mode, out_dtype, shape)
         if shape is not None and kernels is (self.passes or {}).get("small"):
@@ -550,9 +562,12 @@ class Stencil:
         passes, dtype = [], in_dtype
         for k, kernel in enumerate(kernels):
             next_dtype = out_dtype if k == len(kernels) - 1 else (kernel.dtype or dtype)
-            (fill,) = fill_values(cval, [dtype], self.name)
-            compiled = kernel.compiled((dtype,), next_dtype, mode)
-            passes.append(Pass(compiled, kernel.halo[0], next_dtype, fill))
+            if isinstance(kernel, Stencil) and kernel is not self and kernel.passes:
+                passes += kernel.strip_passes(dtype, next_dtype, mode, cval, shape)
+            else:
+                (fill,) = fill_values(cval, [dtype], self.name)
+                compiled = kernel.compiled((dtype,), next_dtype, mode)
+                passes.append(Pass(compiled, kernel.halo[0], next_dtype, fill))
             dtype = next_dtype
         return passes
 
