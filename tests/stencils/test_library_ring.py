@@ -144,3 +144,16 @@ def test_small_or_asymmetric_passes_have_no_ring():
     assert sp.library.mean(31).passes[None][1].passes is None
     assert sp.library.mean(31).passes[None][0].passes is not None
     assert sp.library.mean(14).passes[None][0].passes is None  # an even window's offsets
+
+
+def test_a_fused_chain_runs_the_ring_and_equals_its_stages_one_by_one(monkeypatch):
+    """A chain's stages take the ring as their own calls do (the chain tells them the
+    frames' shape): the stages one by one, bit for bit, with rows sharing sets or not."""
+    x = np.random.default_rng(10).standard_normal((2, 40, 1024)).astype(np.float32)
+    smooth, box = sp.library.gaussian(3.0), sp.library.mean(15)
+    chain = sp.chain(smooth, sp.library.sobel(0), box)
+    with kernels_asked(smooth.passes[None][0]) as a0, kernels_asked(box.passes[None][0]) as a1:
+        got = chain(x)
+    assert a0 == [] and a1 == []
+    assert same_bits(got, box(sp.library.sobel(0)(smooth(x))))
+    assert same_bits(got, written_out(monkeypatch, lambda: chain(x)))

@@ -113,11 +113,11 @@ class Chain:
         dtypes = self._dtypes(block.dtype)
         if out is not None:  # the last stage stores out='s dtype, as a stencil's call does
             dtypes[-1] = check_out(self.name, out, block.shape)
-        passes = []
-        for stage, dtype, out_dtype in zip(self.stages, dtypes, dtypes[1:]):
-            passes += stage.strip_passes(dtype, out_dtype, stage.boundary, stage.cval)
         core = block.shape[block.ndim - self.ndim :]
         frames = np.ascontiguousarray(block).reshape(-1, *core)
+        passes = []
+        for stage, dtype, out_dtype in zip(self.stages, dtypes, dtypes[1:]):
+            passes += stage.strip_passes(dtype, out_dtype, stage.boundary, stage.cval, frames.shape)
         if out is None:
             out = np.empty(block.shape, dtypes[-1])
         # Strips of out= are written while later strips still read the input: an out= that
