@@ -149,3 +149,31 @@ def test_chunkings_strips_chains_and_pickles_agree():
     finally:
         fused.STRIP_BYTES, fused.MIN_STRIP_ROWS = saved
     np.testing.assert_array_equal(chained, mean(want))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_windows_of_more_rows_than_across_rows_read_a_ring_of_rows(mode):
+    """sigma 3 reads 25 rows, copied into a ring as the rows go by: the definition's values
+    on frames 2048 wide (rows that share cache sets) and 1000 wide, several frames in one
+    call, and runs of rows that start and stop inside a frame, as threads split them."""
+    rng = np.random.default_rng(11)
+    for width in (2048, 1000):
+        frames = rng.integers(0, 256, (3, 40, width), dtype=np.uint8)
+        check(frames, sigma=3.0, truncate=4.0, mode=mode)
+    halves = (tuple(sp.library._gaussian_weights(3.0, 4.0)[12:]),) * 2
+    rows = GaussianPass(*halves).compiled((frames.dtype,), frames.dtype, mode)
+    out = np.zeros_like(frames)
+    for start, stop in [(0, 7), (7, 8), (8, 53), (53, 120)]:  # (3 frames x 40 rows) flat
+        rows.run(frames, out, 0, start=start, stop=stop)
+    np.testing.assert_array_equal(out, definition(frames, 3.0, 4.0, mode))
+
+
+def test_radii_past_the_pass_run_the_float64_passes():
+    """A radius over RADIUS_UP_TO (sigma 8: 32) has no float32 pass, and rounds as the
+    definition by the float64 passes."""
+    from stencilpipe.stencils.gauss_int import RADIUS_UP_TO
+
+    assert np.dtype(np.uint8) in sp.library.gaussian(RADIUS_UP_TO / 4).passes
+    assert np.dtype(np.uint8) not in sp.library.gaussian(8.0).passes
+    frame = np.random.default_rng(12).integers(0, 256, (70, 90), dtype=np.uint8)
+    check(frame, sigma=8.0, truncate=4.0, mode="mirror")
