@@ -32,7 +32,6 @@ from .stencils import Stencil
 from .stencils.correlate_passes import CorrelatePass
 from .stencils.dtypes import exact_reciprocal
 from .stencils.gauss_int import INPUTS as FLOAT32_GAUSSIAN_INPUTS
-from .stencils.gauss_int import RADIUS_UP_TO as GAUSSIAN_RADIUS_UP_TO
 from .stencils.gauss_int import GaussianPass
 from .stencils.stencil import ACROSS_ROWS
 from .stencils.windows import (
@@ -265,8 +264,7 @@ def gaussian(
     even and saturated. uint8 frames (2-D) compute it in float32, both passes in one sweep
     per row, and recompute in float64 the points whose float32 result lies within the
     bound of :func:`.stencils.gauss_int.error_bound` of ``k + 1/2`` (about 1.7e-4 for a
-    5x5 kernel): the same result, at about OpenCV's speed (up to a radius of
-    :data:`.stencils.gauss_int.RADIUS_UP_TO`; wider ones run the float64 passes).
+    5x5 kernel): the same result, at about OpenCV's speed.
 
     Parameters
     ----------
@@ -293,7 +291,7 @@ def gaussian(
         for d, (w, r) in enumerate(zip(weights, radii))
     ]
     whole = _separable("gaussian", _weighted_sum("gaussian", terms), passes, options)
-    if whole.passes is not None and ndim == 2 and max(radii) <= GAUSSIAN_RADIUS_UP_TO:
+    if whole.passes is not None and ndim == 2:
         # uint8 frames: float32, rounded as the float64 passes are (stencils.gauss_int).
         halves = [tuple(float(v) for v in w[r:]) for w, r in zip(weights, radii)]
         whole.passes.update(dict.fromkeys(FLOAT32_GAUSSIAN_INPUTS, (GaussianPass(*halves),)))

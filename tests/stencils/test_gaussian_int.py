@@ -168,12 +168,11 @@ def test_windows_of_more_rows_than_across_rows_read_a_ring_of_rows(mode):
     np.testing.assert_array_equal(out, definition(frames, 3.0, 4.0, mode))
 
 
-def test_radii_past_the_pass_run_the_float64_passes():
-    """A radius over RADIUS_UP_TO (sigma 8: 32) has no float32 pass, and rounds as the
-    definition by the float64 passes."""
-    from stencilpipe.stencils.gauss_int import RADIUS_UP_TO
-
-    assert np.dtype(np.uint8) in sp.library.gaussian(RADIUS_UP_TO / 4).passes
-    assert np.dtype(np.uint8) not in sp.library.gaussian(8.0).passes
-    frame = np.random.default_rng(12).integers(0, 256, (70, 90), dtype=np.uint8)
-    check(frame, sigma=8.0, truncate=4.0, mode="mirror")
+def test_wide_windows_sweep_and_recompute_whole_rows():
+    """sigma 8 (65 terms a pass): sums a sweep per term, recomputes the flagged points of a
+    row from its float64 columns (many flags a row); the definition's values."""
+    frame = np.random.default_rng(12).integers(0, 256, (2, 70, 300), dtype=np.uint8)
+    for mode in MODES:
+        check(frame, sigma=8.0, truncate=4.0, mode=mode)
+    check(frame, sigma=(8.0, 1.0), truncate=4.0, mode="mirror")
+    check(frame, sigma=(1.0, 8.0), truncate=4.0, mode="nearest")

@@ -26,23 +26,12 @@ from .modules import load_module
 from .stencil import ACROSS_ROWS
 from .windows import CachedPass, _Rows
 
-__all__ = ["GaussianPass", "INPUTS", "RADIUS_UP_TO", "error_bound"]
+__all__ = ["GaussianPass", "INPUTS", "error_bound"]
 
 #: Input dtypes the pass serves. uint16 would be exact too (its values and pair sums are
 #: exact in float32), but its bound ``E`` (about 0.044 for a 5x5 gaussian) flags about 9%
 #: of the points, each recomputed at ~60 ns: slower than the float64 passes.
 INPUTS = frozenset({np.dtype(np.uint8)})
-
-#: The largest radius (per axis) the pass serves. Its loops hold a view per row and per
-#: column of the window; past this they lose to the float64 passes. 2048x2048 uint8, 1
-#: thread, ms, this pass / float64 passes: sigma 4 (radius 16) 28 / 77, 5 (20) 44 / 110,
-#: 6 (24) 69 / 143, 7 (28) 121 / 195, 8 (32) 310-320 / 203-229.
-RADIUS_UP_TO = 28
-
-#: ``separable_rows`` copies the window's rows into a ring of rows when they are more
-#: than :data:`.stencil.ACROSS_ROWS`: read in place, rows 2 or 4 KiB apart (2048- or
-#: 4096-wide uint8 frames) fall in the same L1 cache sets. 2048x2048 uint8, 1 thread,
-#: sigma 4 (33 rows): 42 -> 28 ms (a 2000-wide frame's rows read in place: 24 ms).
 
 
 def error_bound(half0: np.ndarray, half1: np.ndarray, largest: int) -> float:
@@ -146,51 +135,71 @@ def _loops(r0: int, r1: int) -> ModuleType:
 
 
 def _rows_source(r0: int, r1: int) -> str:
-    """Source of ``separable_rows``, its taps written out (one loop per pass, vectorised)."""
+    """Source of ``separable_rows`` for radii ``r0``, ``r1`` (one loop per pass, vectorised).
+
+    A pass over up to :data:`.stencil.ACROSS_ROWS` terms is written out, a term per read
+    of a view; a wider one adds a term per sweep of the row, in the same order (the same
+    float32 values), reading the rows of axis 0 from a ring. Written out, a wide pass
+    holds a view per term, more than the registers. 2048x2048, 1 thread, interleaved, ms,
+    sweeps / written out (rows read in place): sigma 2 12.6 / 13.9, 3 26.6 / 38.7, 4
+    33.3 / 57.5, 6 51.3 / 99.9; sigma 8 67-70 (of which 37-40 recomputing flagged
+    points) against 310 written out.
+    """
+    size, wide0, wide1 = 2 * r0 + 1, 2 * r0 + 1 > ACROSS_ROWS, 2 * r1 + 1 > ACROSS_ROWS
     # Pair sums cast back to int32: Numba adds int32s in int64, and LLVM would widen every
     # lane to 64 bits (measured 5.6 ms against 0.8 for the vertical pass of a 2048x2048 frame).
-    pairs = [
-        f"a{k} * np.float32(np.int32(np.int32(x{r0 - k}[j]) + np.int32(x{r0 + k}[j])))"
-        for k in range(1, r0 + 1)
-    ]
-    vertical = " + ".join([f"a0 * np.float32(x{r0}[j])", *pairs])
-    # Views of the line at each offset, indexed by ``j`` itself: ``line[j + k]`` would
-    # check for a negative index (Python's wraparound) per read, and not vectorise.
-    point = " + ".join(
-        [f"b0 * s{r1}[j]"] + [f"b{k} * (s{r1 - k}[j] + s{r1 + k}[j])" for k in range(1, r1 + 1)]
-    )
-    weights = "\n".join(
-        [f"    a{k} = v0[{k}]" for k in range(r0 + 1)]
-        + [f"    b{k} = v1[{k}]" for k in range(r1 + 1)]
-    )
-    ring = ""
-    if 2 * r0 + 1 > ACROSS_ROWS:  # rows copied into a ring (see RADIUS_UP_TO)
-        ring = _RING
-        reads = _RING_READS.format(r0=r0, size=2 * r0 + 1) + "\n".join(
-            f"        x{k} = ring[(i + {k - r0}) % {2 * r0 + 1}]" for k in range(2 * r0 + 1)
+    if wide0:
+        setup = _RING.format(size=size)
+        vertical = _RING_READS.format(r0=r0, size=size) + _VERTICAL_SWEEPS.format(
+            r0=r0, r1=r1, size=size
         )
     else:
-        reads = "\n".join(f"        x{k} = x[frame, rows[{k}]]" for k in range(2 * r0 + 1))
-    shifts = "\n".join(f"    s{k} = line[{k} : {k} + n1]" for k in range(2 * r1 + 1))
+        setup = ""
+        pairs = [
+            f"a{k} * np.float32(np.int32(np.int32(x{r0 - k}[j]) + np.int32(x{r0 + k}[j])))"
+            for k in range(1, r0 + 1)
+        ]
+        reads = "\n".join(f"        x{k} = x[frame, rows[{k}]]" for k in range(size))
+        vertical = f"{reads}\n        for j in range(n1):\n            s{r1}[j] = " + " + ".join(
+            [f"a0 * np.float32(x{r0}[j])", *pairs]
+        )
+    # Views of the line at each offset, indexed by ``j`` itself: ``line[j + k]`` would
+    # check for a negative index (Python's wraparound) per read, and not vectorise.
+    if wide1:
+        setup += "\n    acc = np.empty(n1, np.float32)"
+        horizontal, point = _HORIZONTAL_SWEEPS.format(r1=r1), "acc[j]"
+        shifts = f"    s{r1} = line[{r1} : {r1} + n1]"
+    else:
+        horizontal = ""
+        point = " + ".join(
+            [f"b0 * s{r1}[j]"] + [f"b{k} * (s{r1 - k}[j] + s{r1 + k}[j])" for k in range(1, r1 + 1)]
+        )
+        shifts = "\n".join(f"    s{k} = line[{k} : {k} + n1]" for k in range(2 * r1 + 1))
+    weights = "\n".join(
+        [f"    a{k} = v0[{k}]" for k in range(1 if wide0 else r0 + 1)]
+        + [f"    b{k} = v1[{k}]" for k in range(1 if wide1 else r1 + 1)]
+    )
     return _ROWS.format(
         r0=r0,
         r1=r1,
-        weights=weights,
-        ring=ring.format(r0=r0),
-        reads=reads,
+        setup=setup,
         shifts=shifts,
+        weights=weights,
         vertical=vertical,
+        horizontal=horizontal,
         point=point,
     )
 
 
-#: The ring of ``separable_rows``, one cache line more per row so that its rows do not
-#: share cache sets; the frame it holds, and its next row to load.
-_RING = """    ring = np.empty(({r0} * 2 + 1, n1 + 64), x.dtype)
+#: The ring of ``separable_rows``' wide vertical pass, one cache line more per row so that
+#: its rows do not share cache sets (rows 2 or 4 KiB apart, 2048- or 4096-wide uint8
+#: frames, do in place: sigma 4 42 -> 28 ms, 1 thread); the frame it holds, and its next
+#: row to load.
+_RING = """    ring = np.empty(({size}, n1 + 64), x.dtype)
     held, loaded = -1, 0"""
 
-#: Rows of the ring's loads in ``separable_rows``, whose rows ``[first, last)`` follow each
-#: other: on a new frame (or the first row), the window's rows; else the one it gained.
+#: The ring's loads, for rows ``[first, last)`` that follow each other: on a new frame (or
+#: the first row) the window's rows, else the one it gained.
 _RING_READS = """        if frame != held:
             held, loaded = frame, i - {r0}
         for v in range(max(loaded, i - {r0}), i + {r0} + 1):
@@ -199,6 +208,23 @@ _RING_READS = """        if frame != held:
                 into[j] = copied[j]
         loaded = i + {r0} + 1
 """
+
+#: The wide vertical pass: the centre's term, then a pair per sweep from the inside out.
+_VERTICAL_SWEEPS = """        centre = ring[i % {size}]
+        for j in range(n1):
+            s{r1}[j] = a0 * np.float32(centre[j])
+        for k in range(1, {r0} + 1):
+            below, above, ak = ring[(i - k) % {size}], ring[(i + k) % {size}], v0[k]
+            for j in range(n1):
+                s{r1}[j] += ak * np.float32(np.int32(np.int32(below[j]) + np.int32(above[j])))"""
+
+#: The wide horizontal pass into ``acc``, in the order of the vertical one.
+_HORIZONTAL_SWEEPS = """        for j in range(n1):
+            acc[j] = b0 * s{r1}[j]
+        for k in range(1, {r1} + 1):
+            left, right, bk = line[{r1} - k : {r1} - k + n1], line[{r1} + k : {r1} + k + n1], v1[k]
+            for j in range(n1):
+                acc[j] += bk * (left[j] + right[j])"""
 
 _ROWS = '''
 
@@ -212,9 +238,10 @@ def separable_rows(x, out, first, last, v0, v1, w0, w1, limit, low, high, mode):
     caller's flags, and fused multiply-adds would leave scipy's float64 order."""
     n0, n1 = x.shape[1], x.shape[2]
     line = np.empty(n1 + {r1} * 2, np.float32)
-{ring}
+{setup}
     rows = np.empty({r0} * 2 + 1, np.intp)
     flags = np.zeros(-(-n1 // 8) * 8, np.bool_)
+    columns = np.empty(n1 + {r1} * 2, np.float64)
     words = flags.view(np.uint64)
 {shifts}
 {weights}
@@ -223,28 +250,36 @@ def separable_rows(x, out, first, last, v0, v1, w0, w1, limit, low, high, mode):
         i = row - frame * n0
         for k in range({r0} * 2 + 1):
             rows[k] = fold(i + k - {r0}, n0, mode)
-{reads}
-        for j in range(n1):
-            s{r1}[j] = {vertical}
+{vertical}
         for k in range({r1}):  # the row's ends, folded
             line[k] = line[{r1} + fold(k - {r1}, n1, mode)]
             line[{r1} + n1 + k] = line[{r1} + fold(n1 + k, n1, mode)]
+{horizontal}
         target = out[frame, i]
-        near = False
+        near = 0
         for j in range(n1):
             y = {point}
             rounded = np.rint(y)
             flagged = abs(y - rounded) > limit
             flags[j] = flagged
-            near |= flagged
+            near += flagged
             rounded = rounded if rounded > low else low
             target[j] = rounded if rounded < high else high
-        if near:  # find the flags 8 at a time
-            for word in range(words.size):
+        if near:
+            # Columns summed per point (2 r1 + 1 each) or once for the row (n1): per row
+            # where that is cheaper; a term costs ~16x as much per point (sigma 8, 1
+            # thread: 4.7 ns against 0.3 ns a column in the row's sweeps).
+            whole_row = 16 * near * ({r1} * 2 + 1) > n1
+            if whole_row:
+                exact_columns(x, frame, rows, w0, columns, mode)
+            for word in range(words.size):  # find the flags 8 at a time
                 if words[word]:
                     for j in range(8 * word, min(8 * word + 8, n1)):
                         if flags[j]:
-                            y = np.rint(exact_point(x, frame, rows, j, w0, w1, mode))
+                            if whole_row:
+                                y = np.rint(exact_from_columns(columns, j, w1))
+                            else:
+                                y = np.rint(exact_point(x, frame, rows, j, w0, w1, mode))
                             y = y if y > low else low
                             target[j] = y if y < high else high
 '''

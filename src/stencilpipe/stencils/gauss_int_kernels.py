@@ -51,3 +51,34 @@ def exact_point(x, frame, rows, j, w0, w1, mode):
         after = column_exact(x, frame, rows, fold(j + k, n1, mode), w0)
         total += (before + after) * w1[k]
     return total
+
+
+@jit
+def exact_columns(x, frame, rows, w0, columns, mode):
+    """``columns[r1 + c]`` = the float64 vertical pass at every column ``c`` of the output
+    row whose input rows are ``rows`` (:func:`column_exact`, one sweep of the row per
+    term), the ``r1`` columns past each end folded by ``mode``: for rows with many points
+    to recompute, where :func:`exact_point` per point would sum each column many times."""
+    n1 = x.shape[2]
+    r0, r1 = w0.size - 1, (columns.size - n1) // 2
+    inside = columns[r1 : r1 + n1]
+    centre = x[frame, rows[r0]]
+    for c in range(n1):
+        inside[c] = np.float64(centre[c]) * w0[0]
+    for k in range(r0, 0, -1):
+        above, below, weight = x[frame, rows[r0 - k]], x[frame, rows[r0 + k]], w0[k]
+        for c in range(n1):
+            inside[c] += (np.float64(above[c]) + np.float64(below[c])) * weight
+    for k in range(r1):
+        columns[k] = columns[r1 + fold(k - r1, n1, mode)]
+        columns[r1 + n1 + k] = columns[r1 + fold(n1 + k, n1, mode)]
+
+
+@inline
+def exact_from_columns(columns, j, w1):
+    """:func:`exact_point` at column ``j`` from the row's :func:`exact_columns`."""
+    r1 = w1.size - 1
+    total = columns[r1 + j] * w1[0]
+    for k in range(r1, 0, -1):
+        total += (columns[r1 + j - k] + columns[r1 + j + k]) * w1[k]
+    return total
