@@ -23,7 +23,6 @@ import numpy as np
 
 from .boundary import MODE_CODES
 from .modules import load_module
-from .stencil import ACROSS_ROWS
 from .windows import CachedPass, _Rows
 
 __all__ = ["GaussianPass", "INPUTS", "error_bound"]
@@ -32,6 +31,14 @@ __all__ = ["GaussianPass", "INPUTS", "error_bound"]
 #: exact in float32), but its bound ``E`` (about 0.044 for a 5x5 gaussian) flags about 9%
 #: of the points, each recomputed at ~60 ns: slower than the float64 passes.
 INPUTS = frozenset({np.dtype(np.uint8)})
+
+
+#: Passes of more terms than this add a term per sweep of the row (:func:`_rows_source`):
+#: written out, a wide pass holds a view per term, more than the registers. 2048x2048
+#: uint8, 1 thread, interleaved, ms, sweeps / written out (rows read in place): sigma 2
+#: (17 terms) 12.6 / 9.9, 3 (25) 28.3 / 32.1, 4 (33) 39.3 / 53.9, 6 (49) 60.7 / 110.6;
+#: sigma 8 (65) 67-70 (37-40 of it recomputing flagged points) against 310.
+SWEEPS_ABOVE = 20
 
 
 def error_bound(half0: np.ndarray, half1: np.ndarray, largest: int) -> float:
@@ -137,15 +144,11 @@ def _loops(r0: int, r1: int) -> ModuleType:
 def _rows_source(r0: int, r1: int) -> str:
     """Source of ``separable_rows`` for radii ``r0``, ``r1`` (one loop per pass, vectorised).
 
-    A pass over up to :data:`.stencil.ACROSS_ROWS` terms is written out, a term per read
-    of a view; a wider one adds a term per sweep of the row, in the same order (the same
-    float32 values), reading the rows of axis 0 from a ring. Written out, a wide pass
-    holds a view per term, more than the registers. 2048x2048, 1 thread, interleaved, ms,
-    sweeps / written out (rows read in place): sigma 2 12.6 / 13.9, 3 26.6 / 38.7, 4
-    33.3 / 57.5, 6 51.3 / 99.9; sigma 8 67-70 (of which 37-40 recomputing flagged
-    points) against 310 written out.
+    A pass over up to :data:`SWEEPS_ABOVE` terms is written out, a term per read of a
+    view; a wider one adds a term per sweep of the row, in the same order (the same
+    float32 values), reading the rows of axis 0 from a ring (:data:`_RING`).
     """
-    size, wide0, wide1 = 2 * r0 + 1, 2 * r0 + 1 > ACROSS_ROWS, 2 * r1 + 1 > ACROSS_ROWS
+    size, wide0, wide1 = 2 * r0 + 1, 2 * r0 + 1 > SWEEPS_ABOVE, 2 * r1 + 1 > SWEEPS_ABOVE
     # Pair sums cast back to int32: Numba adds int32s in int64, and LLVM would widen every
     # lane to 64 bits (measured 5.6 ms against 0.8 for the vertical pass of a 2048x2048 frame).
     if wide0:
@@ -165,7 +168,13 @@ def _rows_source(r0: int, r1: int) -> str:
         )
     # Views of the line at each offset, indexed by ``j`` itself: ``line[j + k]`` would
     # check for a negative index (Python's wraparound) per read, and not vectorise.
+    # Flags counted (an integer sum, which slowed a 5x5 pass by half) for wide passes
+    # only: their columns are summed per point (2 r1 + 1 each) or once for the row (n1),
+    # per row where that is cheaper; a term costs ~16x as much per point (sigma 8, 1
+    # thread: 4.7 ns against 0.3 ns a column in the row's sweeps).
+    near, count, whole_row = "False", "|=", "False"
     if wide1:
+        near, count, whole_row = "0", "+=", f"16 * near * {2 * r1 + 1} > n1"
         setup += "\n    acc = np.empty(n1, np.float32)"
         horizontal, point = _HORIZONTAL_SWEEPS.format(r1=r1), "acc[j]"
         shifts = f"    s{r1} = line[{r1} : {r1} + n1]"
@@ -188,13 +197,16 @@ def _rows_source(r0: int, r1: int) -> str:
         vertical=vertical,
         horizontal=horizontal,
         point=point,
+        near=near,
+        count=count,
+        whole_row=whole_row,
     )
 
 
 #: The ring of ``separable_rows``' wide vertical pass, one cache line more per row so that
-#: its rows do not share cache sets (rows 2 or 4 KiB apart, 2048- or 4096-wide uint8
-#: frames, do in place: sigma 4 42 -> 28 ms, 1 thread); the frame it holds, and its next
-#: row to load.
+#: its rows do not share cache sets, as rows 2 or 4 KiB apart (2048- or 4096-wide uint8
+#: frames) do in place (sigma 4, 33 rows read in place, 1 thread: 52.5 ms on a 2048-wide
+#: frame against 23.8 on a 2000-wide one); the frame it holds, and its next row to load.
 _RING = """    ring = np.empty(({size}, n1 + 64), x.dtype)
     held, loaded = -1, 0"""
 
@@ -256,20 +268,17 @@ def separable_rows(x, out, first, last, v0, v1, w0, w1, limit, low, high, mode):
             line[{r1} + n1 + k] = line[{r1} + fold(n1 + k, n1, mode)]
 {horizontal}
         target = out[frame, i]
-        near = 0
+        near = {near}
         for j in range(n1):
             y = {point}
             rounded = np.rint(y)
             flagged = abs(y - rounded) > limit
             flags[j] = flagged
-            near += flagged
+            near {count} flagged
             rounded = rounded if rounded > low else low
             target[j] = rounded if rounded < high else high
         if near:
-            # Columns summed per point (2 r1 + 1 each) or once for the row (n1): per row
-            # where that is cheaper; a term costs ~16x as much per point (sigma 8, 1
-            # thread: 4.7 ns against 0.3 ns a column in the row's sweeps).
-            whole_row = 16 * near * ({r1} * 2 + 1) > n1
+            whole_row = {whole_row}
             if whole_row:
                 exact_columns(x, frame, rows, w0, columns, mode)
             for word in range(words.size):  # find the flags 8 at a time
