@@ -168,12 +168,13 @@ def _rows_source(r0: int, r1: int) -> str:
         )
     # Views of the line at each offset, indexed by ``j`` itself: ``line[j + k]`` would
     # check for a negative index (Python's wraparound) per read, and not vectorise.
-    # Flags counted (an integer sum, which slowed a 5x5 pass by half) for wide passes
-    # only: their columns are summed per point (2 r1 + 1 each) or once for the row (n1),
-    # per row where that is cheaper; a term costs ~16x as much per point (sigma 8, 1
-    # thread: 4.7 ns against 0.3 ns a column in the row's sweeps).
     near, count, whole_row = "False", "|=", "False"
     if wide1:
+        # Flags counted (an integer sum, which slowed a 5x5 pass by half, so for wide
+        # passes only): their flagged points' float64 columns are summed per point
+        # (2 r1 + 1 each) or once for the row (n1), where that is cheaper; a term costs
+        # ~16x as much per point (sigma 8, 1 thread: 4.7 ns against 0.3 ns a column in
+        # the row's sweeps).
         near, count, whole_row = "0", "+=", f"16 * near * {2 * r1 + 1} > n1"
         setup += "\n    acc = np.empty(n1, np.float32)"
         horizontal, point = _HORIZONTAL_SWEEPS.format(r1=r1), "acc[j]"
@@ -246,8 +247,9 @@ def separable_rows(x, out, first, last, v0, v1, w0, w1, limit, low, high, mode):
     the separable filter of ``x`` with float32 half-kernels ``v0`` (axis 0) and ``v1``
     (axis 1), rounded and clamped to ``[low, high]`` (``out``'s range); points within
     ``1/2 - limit`` of a rounding boundary are recomputed with the float64 ``w0``, ``w1``
-    (:func:`exact_point`). No fastmath: Numba compiles the functions it calls with the
-    caller's flags, and fused multiply-adds would leave scipy's float64 order."""
+    (:func:`exact_point`, or :func:`exact_columns` for the row). No fastmath: Numba
+    compiles the functions it calls with the caller's flags, and fused multiply-adds
+    would leave scipy's float64 order."""
     n0, n1 = x.shape[1], x.shape[2]
     line = np.empty(n1 + {r1} * 2, np.float32)
 {setup}
