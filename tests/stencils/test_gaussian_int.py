@@ -6,7 +6,12 @@ could get wrong: constant frames, extremes, frames built of patches whose result
 within the error bound of a rounding boundary, and exact ties (dyadic weights).
 """
 
+import os
 import pickle
+import platform
+import re
+import subprocess
+import sys
 
 import dask
 import dask.array as da
@@ -16,11 +21,14 @@ from scipy import ndimage as ndi
 
 import stencilpipe as sp
 from stencilpipe.stencils import fused
-from stencilpipe.stencils.gauss_int import GaussianPass, error_bound
+from stencilpipe.stencils.gauss_int import GaussianPass, _clamps, _float32_range, error_bound
 
 MODES = ["reflect", "mirror", "nearest"]
 #: (sigma, truncate): 5x5, 9x9, and 5x7 (radii int(2.2 * sigma + 0.5): 2 and 3).
 SIGMAS = [(1.0, 2.0), (1.0, 4.0), ((0.7, 1.5), 2.2)]
+x86 = pytest.mark.skipif(
+    platform.machine() not in ("x86_64", "AMD64"), reason="checks x86 instructions"
+)
 
 
 def definition(frames, sigma, truncate, mode, dtype=np.uint8):
@@ -176,3 +184,67 @@ def test_wide_windows_sweep_and_recompute_whole_rows():
         check(frame, sigma=8.0, truncate=4.0, mode=mode)
     check(frame, sigma=(8.0, 1.0), truncate=4.0, mode="mirror")
     check(frame, sigma=(1.0, 8.0), truncate=4.0, mode="nearest")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_results_past_the_output_range_saturate(mode):
+    """Weights that sum past 1, or below 0, take results out of the output's range: those
+    are clamped as the definition saturates (uint8 and int8 outputs), and a gaussian into
+    its own dtype, whose results cannot leave it, skips the clamp."""
+    rng = np.random.default_rng(13)
+    frames = rng.integers(0, 256, (2, 33, 47)).astype(np.uint8)
+    uint8 = np.dtype(np.uint8)
+    for half in [(0.6, 0.3), (1.5, -0.25)]:
+        full = np.array([half[1], half[0], half[1]])
+        exact = ndi.correlate1d(ndi.correlate1d(frames / 1.0, full, 1, mode=mode), full, 2, mode=mode)
+        assert exact.max() > 255 and (half[1] > 0 or exact.min() < 0)
+        for out_dtype in (np.uint8, np.int8):
+            kernel = GaussianPass(half, half).compiled((uint8,), np.dtype(out_dtype), mode)
+            out = np.empty(frames.shape, out_dtype)
+            kernel(frames, out, 0, rows=frames.shape[0] * frames.shape[1])
+            info = np.iinfo(out_dtype)
+            np.testing.assert_array_equal(out, np.clip(np.rint(exact), info.min, info.max))
+    gaussian = sp.library.gaussian(1.0, truncate=2.0, boundary=mode)
+    halves = (tuple(sp.library._gaussian_weights(1.0, 2.0)[2:]),) * 2
+    weights = [np.array(h, np.float32) for h in halves]
+    bound = error_bound(*map(np.array, halves), 255)
+    assert not _clamps(*weights, 255, bound, _float32_range(uint8))
+    assert _clamps(*weights, 255, bound, _float32_range(np.dtype(np.int8)))
+    np.testing.assert_array_equal(gaussian(frames), definition(frames, 1.0, 2.0, mode))
+
+
+
+FUSED_ASM = """
+import numpy as np
+import stencilpipe as sp
+from stencilpipe.stencils import gauss_int
+for sigma in (1.0, 8.0):  # 5 terms a pass, written out; 33, summed a sweep per term
+    sp.library.gaussian(sigma, truncate=2.0)(np.zeros((2, 300, 300), np.uint8))
+for radius in (2, 16):
+    loops = gauss_int._loops(radius, radius, False)
+    for name in ("separable_rows", "exact_point", "exact_columns", "exact_from_columns"):
+        print(f"@@{radius} {name}")
+        print("\\n".join(getattr(loops, name).inspect_asm().values()))
+"""
+
+
+@x86
+def test_float32_sums_fuse_and_float64_ones_keep_scipys_order(tmp_path):
+    """The float32 loop fuses products into sums (packed single FMAs); the float64
+    recomputation it calls, which must sum in scipy's order, has no fused multiply-add.
+    A fresh process with an empty cache: Numba shows no assembly for cached code."""
+    env = {**os.environ, "STENCILPIPE_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", FUSED_ASM], env=env,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    parts = dict(part.split("\n", 1) for part in done.stdout.split("@@")[1:])
+    assert len(parts) == 8
+    # what each calls: a written-out pass recomputes point by point (its whole-row branch,
+    # constant False, is pruned), a wide one by rows too
+    calls = {2: ["exact_point"], 16: ["exact_point", "exact_columns", "exact_from_columns"]}
+    for radius, names in calls.items():
+        assert re.search(r"\bvfmadd\d+ps\b", parts[f"{radius} separable_rows"]), radius
+        for name in names:
+            code = parts[f"{radius} {name}"]
+            assert re.search(r"\bv?(mul|add)sd\b", code), (radius, name)  # float64 code
+            assert not re.search(r"\bvf(n?m(add|sub)\w*)(sd|pd)\b", code), (radius, name)
