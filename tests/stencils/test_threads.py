@@ -138,3 +138,43 @@ def test_calls_smaller_than_parallel_from_run_in_the_calling_thread(monkeypatch,
             pool_calls.clear()
             stencil(x)
             assert bool(pool_calls) == pooled, (stencil, parallel_from)
+
+
+def test_run_rows_waits_for_the_pieces_pool_threads_run():
+    """Pieces the pool's thread runs slowly are done when the call returns, whoever
+    finishes last; calls from several threads at once share the pool and each covers its
+    own rows once."""
+    import threading
+    import time
+
+    before = threads.get_num_threads()
+    threads.set_num_threads(2)
+    caller = threading.get_ident()
+
+    def marker(seen):
+        def mark(lo, hi):
+            # the pool's thread takes a piece, and the caller runs out of pieces first
+            time.sleep(0.002 if threading.get_ident() == caller else 0.02)
+            seen[lo:hi] += 1
+
+        return mark
+
+    try:
+        for _ in range(5):
+            seen = np.zeros(256, np.int64)
+            threads.run_rows(marker(seen), (), 256, min_rows=1)
+            assert (seen == 1).all()
+        caller = None  # every thread sleeps in a piece: the calls interleave
+        results = [np.zeros(300, np.int64) for _ in range(12)]
+        callers = [
+            threading.Thread(target=threads.run_rows, args=(marker(seen), (), 300))
+            for seen in results
+        ]
+        for call in callers:
+            call.start()
+        for call in callers:
+            call.join(60)
+        assert all(not call.is_alive() for call in callers)
+        assert all((seen == 1).all() for seen in results)
+    finally:
+        threads.set_num_threads(before)

@@ -89,9 +89,12 @@ def run_rows(
     The rows are cut into about :data:`PIECES_PER_THREAD` pieces per thread (each of at
     least ``min_rows`` rows), which every thread, the caller's included, takes from a
     shared counter until none is left; the caller then waits only for pieces another
-    thread has started. A pool thread the system schedules late (a loaded machine) so
+    thread has taken. A pool thread the system schedules late (a loaded machine) so
     finds the work done instead of holding the call up: measured at load 10 on 2 cores,
     a 3x3 uint8 mean took 1.45 ms against 3.35 ms with one fixed piece per thread.
+    A thread counts the pieces it ran once it runs out, and the last count wakes the
+    caller: an event per piece cost more than a piece of a 3x3 median (2048x2048 uint8,
+    2 threads: 0.71 against 0.61 ms).
     """
     rows = stop - start
     if rows <= 0:
@@ -104,32 +107,31 @@ def run_rows(
     bounds = [start + rows * k // pieces for k in range(pieces + 1)]
     claims = itertools.count()
     lock = threading.Lock()
-    started: list[threading.Event] = []
+    unfinished = pieces
+    finished = threading.Event()
     errors: list[BaseException] = []
 
-    def claim() -> tuple[int, threading.Event] | None:
-        with lock:
-            piece = next(claims)
-            if piece >= pieces:
-                return None
-            done = threading.Event()
-            started.append(done)
-            return piece, done
-
     def work() -> None:
-        while (claimed := claim()) is not None:
-            piece, done = claimed
+        nonlocal unfinished
+        ran = 0
+        while True:
+            with lock:
+                piece = next(claims)
+            if piece >= pieces:
+                break
             try:
                 kernel(*args, bounds[piece], bounds[piece + 1])
             except BaseException as exc:  # raised in the caller's thread below
                 errors.append(exc)
-            finally:
-                done.set()
+            ran += 1
+        with lock:
+            unfinished -= ran
+            if unfinished == 0:
+                finished.set()
 
     for _ in range(threads - 1):
         _pool().submit(work)
-    work()
-    for done in started:  # every piece is claimed once the caller's work() returns
-        done.wait()
+    work()  # returns once every piece is taken: the rest are running elsewhere
+    finished.wait()
     if errors:
         raise errors[0]
