@@ -115,8 +115,7 @@ class GaussianPass(CachedPass):
         bounds = _float32_range(out_dtype)
         loops = _loops(len(half0) - 1, len(half1) - 1, _clamps(v0, v1, largest, bound, bounds))
 
-        # ``to`` (the output's type) is not passed on: Numba types a class argument in Python,
-        # ~20 us a call, and a call runs per piece of rows. The store casts.
+        # ``to`` (a value of the output's type) is not passed on: the store casts.
         def call(x, out, cval, start, stop, to):
             loops.separable_rows(x, out, start, stop, v0, v1, w0, w1, limit, *bounds, code)
 

@@ -23,7 +23,7 @@ import numba
 import numpy as np
 
 from stencilpipe.stencils import boundary
-from stencilpipe.stencils.store import store_as
+from stencilpipe.stencils.store import cast, store_as
 
 _SP_CACHE = True
 jit = numba.njit(cache=_SP_CACHE, nogil=True)
@@ -743,18 +743,18 @@ def store_c(value, to, bits, signed):
     0); for integers of ``bits`` bits, truncated through int32's range (outside it,
     int32's minimum) and wrapped (see :func:`stencilpipe.ndfilters._casting.store_lines`)."""
     if bits == 0:
-        return to(value)
+        return cast(value, to)
     if -2147483649.0 < value < 2147483648.0:
         v = np.int64(np.int32(value))  # AVX2 converts doubles to int32 packed, to int64 not
     else:
         v = np.int64(-2147483648)
     if bits == 32:
-        return to(v)
+        return cast(v, to)
     mask = (1 << bits) - 1
     if signed:
         half = 1 << (bits - 1)
-        return to(((v + half) & mask) - half)
-    return to(v & mask)
+        return cast(((v + half) & mask) - half, to)
+    return cast(v & mask, to)
 
 
 @inline
@@ -763,7 +763,7 @@ def store_all(values, target, to, bits, signed):
     ``bits`` and ``signed`` tested inside one loop, LLVM vectorised none of it)."""
     if bits == 0:
         for i in range(target.size):
-            target[i] = to(values[i])
+            target[i] = cast(values[i], to)
     elif signed:
         for i in range(target.size):
             target[i] = store_c(values[i], to, bits, True)

@@ -72,14 +72,14 @@ class _Rows:
 
     def __init__(self, call: Any, out_type: type):
         self._call = call
-        self._out_type = out_type
+        self._to = out_type(0)  # a value, not the type: see :mod:`.store`
         self.ready = False
 
     def run(self, *args: Any, start: int, stop: int) -> None:  # args: x, out, cval
         x, out, cval = args
         # cval as the input's type (it holds it: fill_values checked), not widened: an
         # int64 window must not pass through float64.
-        self._call(x, out, x.dtype.type(cval), start, stop, self._out_type)
+        self._call(x, out, x.dtype.type(cval), start, stop, self._to)
         self.ready = True
 
     def __call__(self, *args: Any, rows: int) -> None:  # args: x, out, cval (a RowKernel)
@@ -97,7 +97,7 @@ class _Rows:
         """Compile for the types of ``args`` (``x, out, cval, start, stop``) by running
         the loop over no rows."""
         x, out, cval, *_ = args
-        self._call(x, out, x.dtype.type(cval), 0, 0, self._out_type)
+        self._call(x, out, x.dtype.type(cval), 0, 0, self._to)
 
 
 class CachedPass:
