@@ -22,7 +22,8 @@ _SP_CACHE = True
 #: The float32 loop may fuse a product into the sum it joins (one rounding, not two: the
 #: bound of :func:`.gauss_int.error_bound` still holds; 2048x2048, 5x5, 1 thread: 3.02 ->
 #: 2.84 ms). Numba compiles the functions a call reaches with the caller's fastmath unless
-#: they name their own, so the float64 ones, which must sum in scipy's order, name none.
+#: they name their own, and inlines IR under the caller's flags: the float64 ones, which
+#: must sum in scipy's order, name ``fastmath=False`` and are not inlined.
 contracted = numba.njit(cache=_SP_CACHE, nogil=True, fastmath={"contract"})
 exact = numba.njit(cache=_SP_CACHE, nogil=True, fastmath=False)
 inline = numba.njit(cache=_SP_CACHE, inline="always")
