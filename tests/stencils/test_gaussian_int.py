@@ -213,7 +213,6 @@ def test_results_past_the_output_range_saturate(mode):
     np.testing.assert_array_equal(gaussian(frames), definition(frames, 1.0, 2.0, mode))
 
 
-
 FUSED_ASM = """
 import numpy as np
 import stencilpipe as sp

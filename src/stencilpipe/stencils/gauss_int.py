@@ -65,8 +65,7 @@ def error_bound(half0: np.ndarray, half1: np.ndarray, largest: int) -> float:
         def g(n: int) -> float:
             return n * u / (1 - n * u)
 
-        s0 = abs(half0[0]) + 2 * float(np.abs(half0[1:]).sum())
-        s1 = abs(half1[0]) + 2 * float(np.abs(half1[1:]).sum())
+        s0, s1 = _absolute_sum(half0), _absolute_sum(half1)
         vertical = g(half0.size + 1) * s0 * largest
         return g(half1.size + 2) * s1 * (s0 * largest + vertical) + s1 * vertical
 
@@ -149,8 +148,12 @@ def _clamps(
     low, high = bounds
     if (v0 < 0).any() or (v1 < 0).any() or low > 0:
         return True
-    widest = float(v0[0]) + 2 * float(v0[1:].sum()), float(v1[0]) + 2 * float(v1[1:].sum())
-    return largest * widest[0] * widest[1] + bound >= float(high) + 0.5
+    return largest * _absolute_sum(v0) * _absolute_sum(v1) + bound >= float(high) + 0.5
+
+
+def _absolute_sum(half: np.ndarray) -> float:
+    """The absolute sum of the symmetric kernel whose half-kernel is ``half``."""
+    return abs(float(half[0])) + 2 * float(np.abs(half[1:]).sum())
 
 
 @functools.cache
