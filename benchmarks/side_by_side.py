@@ -8,7 +8,7 @@ core left idle by a long single-threaded call, which a virtual machine hands bac
 host) falls on each in turn. In a fixed order stencilpipe always ran after scipy's
 50-600 ms single-threaded call and OpenCV after stencilpipe's two threads: ``integer.py
 --only frame``, two runs each, uint8 gaussian 5x5 1.60-1.69x OpenCV in the fixed order,
-1.20-1.50x rotated; 3x3 median 1.34-1.41x, 1.18-1.34x."""
+1.20-1.32x shuffled; 3x3 median 1.34-1.41x, 1.05-1.09x."""
 
 from __future__ import annotations
 
