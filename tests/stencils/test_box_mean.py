@@ -122,9 +122,8 @@ def test_ndfilters_running_means_in_int32_and_float32_are_scipys(dtype, axis):
     divide in float32 (``windows.narrow_mean``), which must truncate as scipy's double
     does: full-range, constant-extreme and one-below-a-multiple lines, window sizes up to
     the float32 bound (255 for 16 bits: narrow) and past it (256: in double), every
-    mode, outputs that are narrow and that are not (wider, float, wrapping). Along
-    lines, uint8 windows of up to 257 sum in uint16 (257 x 255 is its largest value)
-    and divide by an exact reciprocal; 258 sums in int32."""
+    mode, outputs that are narrow and that are not (wider, float, wrapping). uint8
+    windows of up to 257 sum in uint16 (257 x 255 is its largest value); 258 in int32."""
     from scipy import ndimage as ndi
 
     import stencilpipe.ndfilters as ndf

@@ -806,21 +806,16 @@ def slide_rows(total, x, line, enter, leave, cval, acc):
 
 
 @inline
-def divide_sums(sums, means, multiplier, shift, quot, divisor, acc):
-    """``means[i]`` = ``sums[i]`` divided by the window's size, in ``acc``: by the exact
-    reciprocal ``(sums[i] * multiplier) >> shift`` where ``multiplier`` is not 0 (see
-    :func:`~.dtypes.exact_reciprocal`), else in ``quot`` by ``divisor``."""
-    if multiplier:
-        for i in range(means.size):
-            means[i] = acc((np.uint64(sums[i]) * multiplier) >> shift)
-    else:
-        for i in range(means.size):
-            means[i] = acc(quot(sums[i]) / divisor)
+def divide_sums(sums, means, quot, divisor, acc):
+    """``means[i]`` = ``sums[i]`` divided by the window's size ``divisor`` in ``quot``, in
+    ``acc``."""
+    for i in range(means.size):
+        means[i] = acc(quot(sums[i]) / divisor)
 
 
 @jit
 def running_mean(
-    x, out, cval, first, last, before, after, mode, to, bits, signed, acc, quot, sums_type, divide
+    x, out, cval, first, last, before, after, mode, to, bits, signed, acc, quot, sums_type
 ):
     """``out[l, i, :]`` = the mean of ``x[l, i - before : i + after + 1, :]``, as scipy's
     ``uniform_filter1d`` computes it: a running sum in double (the first window summed
@@ -834,14 +829,13 @@ def running_mean(
     Positions and shapes as :func:`extremum`'s; the output stored by :func:`store_all`.
     ``acc`` and ``quot`` are the types of the sums and of the quotients: float64 (scipy's),
     or int32 and float32 where :func:`~.windows.narrow_mean` proved them exact (the
-    quotients then truncated to int32, as the store would). ``sums_type`` and ``divide``
-    as for :func:`running_mean_integers`: uint16 sums of uint8 windows divided by a
-    reciprocal, or sums in ``acc`` divided in ``quot``.
+    quotients then truncated to int32, as the store would). ``sums_type`` is that of the
+    running sums: ``acc``, or uint16 for uint8 windows of up to 257 (16 lanes of AVX2 where
+    int32 has 8).
     """
     n, width = x.shape[1], x.shape[2]
     size = before + after + 1
     divisor = quot(size)
-    multiplier, shift = np.uint64(divide[0]), np.uint64(divide[1])
     fill = sums_type(cval)
     total = np.empty(width, sums_type)
     means = np.empty(width, acc)  # int32 quotients store faster than float32 ones
@@ -857,7 +851,7 @@ def running_mean(
             if i > lo:
                 enter, leave = fold(i + after, n, mode), fold(i - 1 - before, n, mode)
                 slide_rows(total, x, line, enter, leave, fill, sums_type)
-            divide_sums(total, means, multiplier, shift, quot, divisor, acc)
+            divide_sums(total, means, quot, divisor, acc)
             store_all(means, out[line, i], to, bits, signed)
         position = hi + line * n
 
@@ -979,25 +973,19 @@ def running_sums(values, sums, size):
 
 @jit
 def running_mean_integers(
-    x, out, cval, first, last, before, after, mode, to, bits, signed, acc, quot, sums_type, divide
+    x, out, cval, first, last, before, after, mode, to, bits, signed, acc, quot, sums_type
 ):
     """As :func:`running_mean_lines` for integer ``x``, one line at a time: its window
     sums in ``sums_type`` (exact, as scipy's sums in double of integers are, so bit for
     bit scipy's): by :func:`window_sums` in uint16 (uint8 windows of up to 257) or int32
     (where :func:`~.windows.narrow_mean` allows), by :func:`running_sums` in int64; then
-    the divisions and the stores.
-
-    ``divide`` is ``(multiplier, shift)`` of an exact reciprocal
-    (:func:`~.dtypes.exact_reciprocal`) of the window's size, where its sums are
-    non-negative and the product fits 64 bits; else ``(0, 0)``: ``acc`` and ``quot``
-    then divide as for :func:`running_mean` (``acc`` types the quotients). 2048x2048
-    uint8, 31 wide, 1 thread, quiet machine: 3.75-3.9 ms with a running sum in int64
-    divided in float32, 2.4-2.6 ms with uint16 sums by doubling and the reciprocal.
+    the divisions (``acc`` and ``quot`` as for :func:`running_mean`) and the stores.
+    2048x2048 uint8, 31 wide, 1 thread, quiet machine: 3.75-3.9 ms with a running sum in
+    int64, 2.4-2.6 ms with uint16 sums by doubling.
     """
     n = x.shape[1]
     size = before + after + 1
     divisor = quot(size)
-    multiplier, shift = np.uint64(divide[0]), np.uint64(divide[1])
     values = np.empty(n + size - 1, sums_type)
     spare = np.empty(n + size - 1, sums_type)
     sums = np.empty(n, sums_type)
@@ -1008,7 +996,7 @@ def running_mean_integers(
             window_sums(values, spare, sums, size)
         else:
             running_sums(values, sums, size)
-        divide_sums(sums, means, multiplier, shift, quot, divisor, acc)
+        divide_sums(sums, means, quot, divisor, acc)
         store_all(means, out[line], to, bits, signed)
 
 

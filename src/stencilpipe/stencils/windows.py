@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 
 from .boundary import MODE_CODES
-from .dtypes import exact_reciprocal
 from .modules import load_module
 from .threads import run_rows
 
@@ -341,37 +340,37 @@ class MeanPass(_LinePass):
             stores, acc, quot = (0, False), np.int32, np.float32  # a plain cast stores
         else:
             stores, acc, quot = scipy_store(out_dtype), np.float64, np.float64
-        sums_type, divide = _line_sums(in_dtypes[0], size, narrow=acc is np.int32)
-        across_sums = sums_type if divide[0] else acc
+        narrow = acc is np.int32
+        sums_type = _line_sums(in_dtypes[0], size, narrow=narrow)
+        across_sums = sums_type if narrow else acc  # else scipy's running sum in double
 
         def across(*args: Any) -> None:
-            loops.running_mean(*args, acc, quot, across_sums, divide)
+            loops.running_mean(*args, acc, quot, across_sums)
 
         def along_integers(*args: Any) -> None:
-            loops.running_mean_integers(*args, acc, quot, sums_type, divide)
+            loops.running_mean_integers(*args, acc, quot, sums_type)
 
         integers = in_dtypes[0].kind in "iu" and in_dtypes[0].itemsize <= 4  # exact in double
         along = along_integers if integers else loops.running_mean_lines
         return self._rows(across, along, options, stores, out_dtype)
 
 
-def _line_sums(
-    in_dtype: np.dtype, size: int, *, narrow: bool
-) -> tuple[type[np.integer[Any]], tuple[int, int]]:
-    """The type of the window sums of :func:`.window_kernels.running_mean_integers` and
-    how they divide (``(multiplier, shift)``; ``(0, 0)``: in floats). The running sums
-    across lines (:func:`.window_kernels.running_mean`) take the type where it divides by
-    the reciprocal, else the quotients' type.
+def _line_sums(in_dtype: np.dtype, size: int, *, narrow: bool) -> type[np.integer[Any]]:
+    """The type of the window sums of :func:`.window_kernels.running_mean_integers`, and
+    of the running sums across lines (:func:`.window_kernels.running_mean`) where
+    :func:`narrow_mean` holds.
 
-    Sums of uint8 windows of up to 257 fit uint16, whose lanes are twice int32's and four
-    times int64's, and are never negative: they divide exactly by a reciprocal
-    (:func:`.dtypes.exact_reciprocal`), a multiplication instead of a vector division.
-    Other sums take int32 where :func:`narrow_mean` proved it exact, else int64.
+    Sums of uint8 windows of up to 257 fit uint16, whose lanes are twice int32's; other
+    sums take int32 where :func:`narrow_mean` proved it exact, else int64. Where narrow,
+    they divide in float32, exactly as :func:`narrow_mean` proves: faster on AVX2 than
+    the exact reciprocal this took before (a uint64 product per lane, which AVX2 has no
+    instruction for). 2048x2048 uint8, 1 thread, one process, best of 15, reciprocal /
+    float32 ms: along rows 3 wide 2.79 / 2.21, 5 2.78 / 2.35, 9 3.11 / 2.73, 31 4.96 /
+    4.79; across 3 2.09 / 1.52, 5 1.85 / 1.50, 9 1.90 / 1.70, 31 2.72 / 2.12.
     """
     if narrow and in_dtype == np.uint8 and 255 * size <= np.iinfo(np.uint16).max:
-        multiplier, shift = exact_reciprocal(size, 255 * size)
-        return np.uint16, (multiplier, shift)
-    return (np.int32 if narrow else np.int64), (0, 0)
+        return np.uint16
+    return np.int32 if narrow else np.int64
 
 
 def narrow_mean(in_dtype: np.dtype, out_dtype: np.dtype, size: int) -> bool:
