@@ -1,6 +1,7 @@
 """Library filters on uint8 and uint16 (and float32 of the same shape) against OpenCV, side by side.
 
-For each filter (mean, gaussian, sobel, laplace, minimum, maximum, median) on one
+For each filter (mean, gaussian, sobel, laplace, minimum, maximum, median, and the drop-in
+namespace's prewitt, correlate and rank_filter) on one
 2048x2048 frame and on a 64-frame stack: stencilpipe, OpenCV's equivalent under the same
 border mode, scipy.ndimage (frame only: minutes on the stack) and ``np.copyto`` of the same
 bytes, each row's candidates interleaved (the copy too: ``sp/copy`` is the issue's
@@ -36,6 +37,7 @@ from scipy import ndimage as ndi
 from side_by_side import interleaved, load
 
 import stencilpipe as sp
+import stencilpipe.ndfilters as ndf
 from stencilpipe.stencils.threads import set_num_threads
 
 SIZE = 2048
@@ -59,8 +61,30 @@ def _per_frame(call: Callable[[np.ndarray], object]) -> Callable[[np.ndarray], N
     return run
 
 
-def filters(dtype: np.dtype) -> dict[str, tuple[sp.Stencil, Callable[[np.ndarray], object], Any]]:
-    """name -> (stencilpipe filter, OpenCV on one frame, scipy on one frame)."""
+def _drop_in(call: Callable[..., object]) -> Callable[..., None]:
+    """A ``stencilpipe.ndfilters`` function run as the tables run a filter, ``f(x, out=o)``,
+    frame by frame: on a stack scipy's filters would filter across its frames too."""
+
+    def run(x: np.ndarray, out: np.ndarray) -> None:
+        frames = zip(x.reshape(-1, *x.shape[-2:]), out.reshape(-1, *out.shape[-2:]))
+        for frame, target in frames:
+            call(frame, output=target)
+
+    return run
+
+
+#: Weights of the correlate rows: a 3x3 sharpening kernel (OpenCV's filter2D correlates).
+SHARPEN = np.array([[0, -1, 0], [-1, 5, -1], [0, -1, 0]], np.float64)
+#: scipy's prewitt along axis 0 as one 3x3 correlation, for OpenCV's filter2D.
+PREWITT_0 = np.outer([-1.0, 0.0, 1.0], [1.0, 1.0, 1.0])
+
+
+def filters(
+    dtype: np.dtype,
+) -> dict[str, tuple[Callable[..., object], Callable[[np.ndarray], object], Any]]:
+    """name -> (stencilpipe filter, OpenCV on one frame, scipy on one frame). The rows
+    named ``ndfilters`` are the drop-in namespace's (its integer outputs wrap as scipy's;
+    OpenCV's saturate)."""
     same = -1  # OpenCV's ddepth: the input's
     box = np.ones((3, 3), np.uint8)
     return {
@@ -103,6 +127,21 @@ def filters(dtype: np.dtype) -> dict[str, tuple[sp.Stencil, Callable[[np.ndarray
             sp.library.median(3, boundary="nearest"),
             lambda f: cv2.medianBlur(f, 3),
             lambda f: ndi.median_filter(f, 3, mode="nearest"),
+        ),
+        "ndfilters prewitt axis 0": (
+            _drop_in(lambda f, output: ndf.prewitt(f, 0, output=output)),
+            lambda f: cv2.filter2D(f, same, PREWITT_0, borderType=REFLECT),
+            lambda f: ndi.prewitt(f, 0),
+        ),
+        "ndfilters correlate 3x3": (
+            _drop_in(lambda f, output: ndf.correlate(f, SHARPEN, output=output)),
+            lambda f: cv2.filter2D(f, same, SHARPEN, borderType=REFLECT),
+            lambda f: ndi.correlate(f, SHARPEN),
+        ),
+        "ndfilters rank 4 of 3x3 (nearest)": (
+            _drop_in(lambda f, output: ndf.rank_filter(f, 4, 3, mode="nearest", output=output)),
+            lambda f: cv2.medianBlur(f, 3),
+            lambda f: ndi.rank_filter(f, 4, 3, mode="nearest"),
         ),
     }
 

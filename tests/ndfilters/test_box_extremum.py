@@ -62,10 +62,10 @@ def test_one_pass_where_the_box_applies(monkeypatch):
     """A 2-D box over the last two axes in one mode is one pass; per-axis modes, boxes over
     other axes and cvals outside the dtype keep a line pass per axis."""
     counts = []
-    run = _order.run_passes
+    run = _order.filtered
     monkeypatch.setattr(
         _order,
-        "run_passes",
+        "filtered",
         lambda array, passes, *rest: counts.append(len(passes)) or run(array, passes, *rest),
     )
     x, stack = sample("uint8"), sample("uint8", 3)

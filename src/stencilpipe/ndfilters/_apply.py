@@ -30,6 +30,7 @@ __all__ = [
     "check_axes",
     "check_real",
     "filter_mode",
+    "filtered",
     "finish",
     "normalize_sequence",
     "run_passes",
@@ -180,14 +181,25 @@ class _Spares:
 _SPARES = _Spares(64 << 20)
 
 
-def run_passes(array: Any, passes: Sequence[Pass], dtypes: Dtypes, cval: Any) -> Any:
+def filtered(array: Any, passes: Sequence[Pass], dtypes: Dtypes, cval: Any, output: Any) -> Any:
+    """A filter's return value: ``array`` through ``passes`` (:func:`run_passes`), in the
+    output dtype, written into an ``output`` array when one was given (:func:`finish`)."""
+    return finish(run_passes(array, passes, dtypes, cval, output), dtypes, output)
+
+
+def run_passes(
+    array: Any, passes: Sequence[Pass], dtypes: Dtypes, cval: Any, output: Any = None
+) -> Any:
     """``array`` through ``passes`` in turn, each storing ``dtypes.kernel_store``.
 
     scipy fills the outside of the array with ``cval`` as a double: where that
     value is not one of the input's dtype (``cval=0.5`` on integers), the pass
     reads the input as float64. On Dask, passes of one mode run together on each
     block, with one halo exchange for all of them (their halos summed). On NumPy,
-    the passes but the last write into arrays kept between calls (:class:`_Spares`).
+    the passes but the last write into arrays kept between calls (:class:`_Spares`),
+    and the last into ``output`` where it is a C-contiguous array of the dtypes the
+    pass and the filter return (returned then): a copy less (a 2048x2048 uint8
+    ``rank_filter`` 3x3, 1 thread: 2.14 -> 1.71 ms).
     """
     if is_dask_array(array) and len(passes) > 1 and len({p.mode for p in passes}) == 1:
         return _dask_blocks(array, passes, dtypes, cval)
@@ -195,19 +207,31 @@ def run_passes(array: Any, passes: Sequence[Pass], dtypes: Dtypes, cval: Any) ->
     steps = list(_built(result.dtype, passes, cval, result.ndim))
     spare = isinstance(result, np.ndarray)
     taken = []
+    into_output = False
     try:
         for k, (step, stencil, reads) in enumerate(steps):
             if result.dtype != reads:
                 result = result.astype(reads)
-            out = None
+            out, stores = None, np.dtype(stencil.dtype or reads)
             if spare and k < len(steps) - 1:
-                out = _SPARES.take(result.shape, np.dtype(stencil.dtype or reads))
+                out = _SPARES.take(result.shape, stores)
                 taken.append(out)
+            elif spare and _written_into(output, stores, dtypes):
+                out, into_output = output, True
             result = _run(step, stencil, result, step.mode, cval, out)
     finally:
         for out in taken:
             _SPARES.give(out)
-    return result
+    return output if into_output else result  # output, not _run's reshaped view of it
+
+
+def _written_into(output: Any, stores: np.dtype, dtypes: Dtypes) -> bool:
+    """Whether a NumPy filter's last pass, storing ``stores``, may write into ``output``."""
+    return (
+        isinstance(output, np.ndarray)
+        and output.flags.c_contiguous
+        and output.dtype == stores == dtypes.output
+    )
 
 
 def _run(step: Pass, stencil: Stencil, array: Any, mode: str, cval: Any, out: Any) -> Any:
@@ -265,6 +289,8 @@ def _dask_blocks(array: Any, passes: Sequence[Pass], dtypes: Dtypes, cval: Any) 
 def finish(result: Any, dtypes: Dtypes, output: Any) -> Any:
     """The filter's return value: ``result`` in the output dtype, written into an ``output``
     array when one was given (NumPy only, as scipy)."""
+    if result is output:  # the last pass wrote into it
+        return output
     if result.dtype != dtypes.output:
         result = result.astype(dtypes.output)
     if output is None or isinstance(output, (str, type, np.dtype)):

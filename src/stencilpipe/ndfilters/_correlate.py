@@ -14,9 +14,9 @@ from ._apply import (
     as_array,
     check_axes,
     dtypes_of,
+    filtered,
     finish,
     normalize_sequence,
-    run_passes,
 )
 from ._complex import is_complex, via_parts
 from ._kernels import correlate1d_kernel, correlate_kernel, uniform1d_kernel
@@ -79,7 +79,7 @@ def run_1d(
         Pass(lambda _dtype, across, build=build: build(store, across), mode, axis)
         for build, mode, axis in steps
     ]
-    return finish(run_passes(array, passes, dtypes, cval), dtypes, output)
+    return filtered(array, passes, dtypes, cval, output)
 
 
 def correlate1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, origin=0):
@@ -187,7 +187,7 @@ def _correlate_nd(image, weights, mode, cval, origin, output, axes, convolution,
         return finish(np.zeros_like(array, dtype=dtypes.store), dtypes, output)
     store = dtypes.store
     step = Pass(lambda _dtype: correlate_kernel(terms, store), mode)
-    return finish(run_passes(array, [step], dtypes, cval), dtypes, output)
+    return filtered(array, [step], dtypes, cval, output)
 
 
 def correlate(image, weights, mode="reflect", cval=0.0, origin=0, *, output=None, axes=None):

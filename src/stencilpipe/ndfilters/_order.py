@@ -26,9 +26,8 @@ from ._apply import (
     check_real,
     dtypes_of,
     filter_mode,
-    finish,
+    filtered,
     normalize_sequence,
-    run_passes,
 )
 from ._correlate import axis_index, window_origin
 from ._kernels import (
@@ -152,7 +151,7 @@ def _separable(array, sizes, origins, modes, axes, output, cval, minimum: bool, 
             _rank_pass(offsets, 0 if minimum else len(offsets) - 1, dtypes.store, mode, axis)
             for axis, offsets, mode in lines
         ]
-    return finish(run_passes(array, passes, dtypes, cval), dtypes, output)
+    return filtered(array, passes, dtypes, cval, output)
 
 
 def expand(array, footprint, origin, axes) -> tuple[np.ndarray, list[int]]:
@@ -196,7 +195,7 @@ def _footprint_filter(array, offsets, rank, mode, cval, output, name, cval_dtype
     dtypes = dtypes_of(array, output, name)
     fill = cast_cval(cval, cval_dtype) if filter_mode(mode) == "constant" else 0
     step = _rank_pass(offsets, rank, dtypes.store, mode)
-    return finish(run_passes(array, [step], dtypes, fill), dtypes, output)
+    return filtered(array, [step], dtypes, fill, output)
 
 
 def warn_size_ignored(size: Any, footprint: Any) -> None:

@@ -20,9 +20,8 @@ from ..ndfilters._apply import (
     check_real,
     dtypes_of,
     filter_mode,
-    finish,
+    filtered,
     normalize_sequence,
-    run_passes,
 )
 from ..ndfilters._kernels import structured_kernel
 from ..ndfilters._order import cast_cval, expand, min_or_max, offsets_of, warn_size_ignored
@@ -49,7 +48,7 @@ def _structured(array, footprint, structure, output, mode, cval, origin, axes, m
     store = dtypes.store
     fill = cast_cval(cval, array.dtype) if filter_mode(mode) == "constant" else 0
     step = Pass(lambda dtype: structured_kernel(offsets, values, minimum, dtype, store), mode)
-    return finish(run_passes(array, [step], dtypes, fill), dtypes, output)
+    return filtered(array, [step], dtypes, fill, output)
 
 
 def _grey(input, size, footprint, structure, output, mode, cval, origin, axes, minimum, name):
