@@ -151,3 +151,20 @@ def test_ndfilters_running_means_in_int32_and_float32_are_scipys(dtype, axis):
                 want = ndi.uniform_filter1d(x, size, axis=axis, mode=mode, output=output, cval=3)
                 got = ndf.uniform_filter1d(x, size, axis=axis, mode=mode, output=output, cval=3)
                 np.testing.assert_array_equal(got, want, err_msg=f"{mode} {size} {output}")
+
+
+def test_the_truncating_reciprocal_divides_every_uint8_window_sum_exactly():
+    """uint8 running means multiply their uint16 sums by ``truncating_reciprocal(size)``
+    instead of dividing: every sum of every window size they take (up to 257) truncates to
+    the integer quotient, the oracle."""
+    from stencilpipe.stencils.windows import truncating_reciprocal
+
+    for size in range(1, 258):
+        sums = np.arange(255 * size + 1)
+        got = (sums.astype(np.float32) * truncating_reciprocal(size)).astype(np.int64)
+        np.testing.assert_array_equal(got, sums // size, err_msg=f"size {size}")
+    # The nearest float32 of 1 / 41 lies below it: some multiple of 41 truncates one short.
+    size = 41
+    sums = np.arange(255 * size + 1)
+    nearest = np.float32(1) / np.float32(size)
+    assert ((sums.astype(np.float32) * nearest).astype(np.int64) != sums // size).any()

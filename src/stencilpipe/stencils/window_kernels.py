@@ -806,16 +806,35 @@ def slide_rows(total, x, line, enter, leave, cval, acc):
 
 
 @inline
-def divide_sums(sums, means, quot, divisor, acc):
+def divide_sums(sums, means, quot, divisor, reciprocal, acc):
     """``means[i]`` = ``sums[i]`` divided by the window's size ``divisor`` in ``quot``, in
-    ``acc``."""
-    for i in range(means.size):
-        means[i] = acc(quot(sums[i]) / divisor)
+    ``acc``: multiplied by ``reciprocal`` where it is not 0 (see
+    :func:`~.windows.truncating_reciprocal`; half a division's time), else divided."""
+    if reciprocal:
+        for i in range(means.size):
+            means[i] = acc(quot(sums[i]) * reciprocal)
+    else:
+        for i in range(means.size):
+            means[i] = acc(quot(sums[i]) / divisor)
 
 
 @jit
 def running_mean(
-    x, out, cval, first, last, before, after, mode, to, bits, signed, acc, quot, sums_type
+    x,
+    out,
+    cval,
+    first,
+    last,
+    before,
+    after,
+    mode,
+    to,
+    bits,
+    signed,
+    acc,
+    quot,
+    sums_type,
+    reciprocal,
 ):
     """``out[l, i, :]`` = the mean of ``x[l, i - before : i + after + 1, :]``, as scipy's
     ``uniform_filter1d`` computes it: a running sum in double (the first window summed
@@ -851,7 +870,7 @@ def running_mean(
             if i > lo:
                 enter, leave = fold(i + after, n, mode), fold(i - 1 - before, n, mode)
                 slide_rows(total, x, line, enter, leave, fill, sums_type)
-            divide_sums(total, means, quot, divisor, acc)
+            divide_sums(total, means, quot, divisor, reciprocal, acc)
             store_all(means, out[line, i], to, bits, signed)
         position = hi + line * n
 
@@ -973,7 +992,21 @@ def running_sums(values, sums, size):
 
 @jit
 def running_mean_integers(
-    x, out, cval, first, last, before, after, mode, to, bits, signed, acc, quot, sums_type
+    x,
+    out,
+    cval,
+    first,
+    last,
+    before,
+    after,
+    mode,
+    to,
+    bits,
+    signed,
+    acc,
+    quot,
+    sums_type,
+    reciprocal,
 ):
     """As :func:`running_mean_lines` for integer ``x``, one line at a time: its window
     sums in ``sums_type`` (exact, as scipy's sums in double of integers are, so bit for
@@ -996,7 +1029,7 @@ def running_mean_integers(
             window_sums(values, spare, sums, size)
         else:
             running_sums(values, sums, size)
-        divide_sums(sums, means, quot, divisor, acc)
+        divide_sums(sums, means, quot, divisor, reciprocal, acc)
         store_all(means, out[line], to, bits, signed)
 
 

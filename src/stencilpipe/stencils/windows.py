@@ -44,6 +44,7 @@ __all__ = [
     "scipy_store",
     "MeanPass",
     "RankWindow",
+    "truncating_reciprocal",
     "window_loops",
 ]
 
@@ -343,12 +344,14 @@ class MeanPass(_LinePass):
         narrow = acc is np.int32
         sums_type = _line_sums(in_dtypes[0], size, narrow=narrow)
         across_sums = sums_type if narrow else acc  # else scipy's running sum in double
+        # uint16 sums are those of uint8 windows of up to 257: a reciprocal truncates them.
+        reciprocal = truncating_reciprocal(size) if sums_type is np.uint16 else np.float32(0)
 
         def across(*args: Any) -> None:
-            loops.running_mean(*args, acc, quot, across_sums)
+            loops.running_mean(*args, acc, quot, across_sums, reciprocal)
 
         def along_integers(*args: Any) -> None:
-            loops.running_mean_integers(*args, acc, quot, sums_type)
+            loops.running_mean_integers(*args, acc, quot, sums_type, reciprocal)
 
         integers = in_dtypes[0].kind in "iu" and in_dtypes[0].itemsize <= 4  # exact in double
         along = along_integers if integers else loops.running_mean_lines
@@ -371,6 +374,22 @@ def _line_sums(in_dtype: np.dtype, size: int, *, narrow: bool) -> type[np.intege
     if narrow and in_dtype == np.uint8 and 255 * size <= np.iinfo(np.uint16).max:
         return np.uint16
     return np.int32 if narrow else np.int64
+
+
+def truncating_reciprocal(size: int) -> np.float32:
+    """``r`` with ``int(np.float32(s) * r) == s // size`` for every ``0 <= s <= 255 * size``
+    (the sums of uint8 windows of ``size`` elements, up to 257): ``1 / size`` in float32,
+    rounded up.
+
+    ``r`` exceeds ``1 / size``, so ``s * r`` is never below ``s / size`` (at a multiple of
+    ``size``, an integer float32 holds, it rounds to that integer, not below), and
+    exceeds it by at most ``s`` float32 ulps of ``1 / size`` plus a rounding, about 3e-5,
+    where the next integer is at least ``1 / size`` (1/257) away.
+    ``tests/stencils/test_box_mean.py`` checks every sum of every size. A multiplication
+    takes half the time of a division: the divisions of a 2048x2048 frame's sums 0.55 ->
+    0.29 ms (1 thread).
+    """
+    return np.nextafter(np.float32(1) / np.float32(size), np.float32(np.inf))
 
 
 def narrow_mean(in_dtype: np.dtype, out_dtype: np.dtype, size: int) -> bool:
