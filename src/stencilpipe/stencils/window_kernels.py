@@ -806,13 +806,13 @@ def slide_rows(total, x, line, enter, leave, cval, acc):
 
 
 @inline
-def divide_sums(sums, means, quot, divisor, reciprocal, acc):
+def divide_sums(sums, means, quot, divisor, scale, acc):
     """``means[i]`` = ``sums[i]`` divided by the window's size ``divisor`` in ``quot``, in
-    ``acc``: multiplied by ``reciprocal`` where it is not 0 (see
-    :func:`~.windows.truncating_reciprocal`; half a division's time), else divided."""
-    if reciprocal:
+    ``acc``: multiplied by ``scale`` where it is not 0 (a reciprocal that truncates as the
+    division does, :func:`~.windows.truncating_reciprocal`; half a division's time)."""
+    if scale:
         for i in range(means.size):
-            means[i] = acc(quot(sums[i]) * reciprocal)
+            means[i] = acc(quot(sums[i]) * scale)
     else:
         for i in range(means.size):
             means[i] = acc(quot(sums[i]) / divisor)
@@ -820,21 +820,7 @@ def divide_sums(sums, means, quot, divisor, reciprocal, acc):
 
 @jit
 def running_mean(
-    x,
-    out,
-    cval,
-    first,
-    last,
-    before,
-    after,
-    mode,
-    to,
-    bits,
-    signed,
-    acc,
-    quot,
-    sums_type,
-    reciprocal,
+    x, out, cval, first, last, before, after, mode, to, bits, signed, acc, quot, sums_type, scale
 ):
     """``out[l, i, :]`` = the mean of ``x[l, i - before : i + after + 1, :]``, as scipy's
     ``uniform_filter1d`` computes it: a running sum in double (the first window summed
@@ -870,7 +856,7 @@ def running_mean(
             if i > lo:
                 enter, leave = fold(i + after, n, mode), fold(i - 1 - before, n, mode)
                 slide_rows(total, x, line, enter, leave, fill, sums_type)
-            divide_sums(total, means, quot, divisor, reciprocal, acc)
+            divide_sums(total, means, quot, divisor, scale, acc)
             store_all(means, out[line, i], to, bits, signed)
         position = hi + line * n
 
@@ -992,21 +978,7 @@ def running_sums(values, sums, size):
 
 @jit
 def running_mean_integers(
-    x,
-    out,
-    cval,
-    first,
-    last,
-    before,
-    after,
-    mode,
-    to,
-    bits,
-    signed,
-    acc,
-    quot,
-    sums_type,
-    reciprocal,
+    x, out, cval, first, last, before, after, mode, to, bits, signed, acc, quot, sums_type, scale
 ):
     """As :func:`running_mean_lines` for integer ``x``, one line at a time: its window
     sums in ``sums_type`` (exact, as scipy's sums in double of integers are, so bit for
@@ -1029,7 +1001,7 @@ def running_mean_integers(
             window_sums(values, spare, sums, size)
         else:
             running_sums(values, sums, size)
-        divide_sums(sums, means, quot, divisor, reciprocal, acc)
+        divide_sums(sums, means, quot, divisor, scale, acc)
         store_all(means, out[line], to, bits, signed)
 
 
