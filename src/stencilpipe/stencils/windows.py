@@ -365,11 +365,13 @@ def _line_sums(in_dtype: np.dtype, size: int, *, narrow: bool) -> type[np.intege
 
     Sums of uint8 windows of up to 257 fit uint16, whose lanes are twice int32's; other
     sums take int32 where :func:`narrow_mean` proved it exact, else int64. Where narrow,
-    they divide in float32, exactly as :func:`narrow_mean` proves: faster on AVX2 than
-    the exact reciprocal this took before (a uint64 product per lane, which AVX2 has no
-    instruction for). 2048x2048 uint8, 1 thread, one process, best of 15, reciprocal /
-    float32 ms: along rows 3 wide 2.79 / 2.21, 5 2.78 / 2.35, 9 3.11 / 2.73, 31 4.96 /
-    4.79; across 3 2.09 / 1.52, 5 1.85 / 1.50, 9 1.90 / 1.70, 31 2.72 / 2.12.
+    they divide in float32, exactly as :func:`narrow_mean` proves (uint16 sums multiply
+    by :func:`truncating_reciprocal` instead): faster on AVX2 than the exact integer
+    reciprocal this took before (a uint64 product per lane, which AVX2 has no
+    instruction for). 2048x2048 uint8, 1 thread, one process, best of 15, integer
+    reciprocal / float32 division ms: along rows 3 wide 2.79 / 2.21, 5 2.78 / 2.35,
+    9 3.11 / 2.73, 31 4.96 / 4.79; across 3 2.09 / 1.52, 5 1.85 / 1.50, 9 1.90 / 1.70,
+    31 2.72 / 2.12.
     """
     if narrow and in_dtype == np.uint8 and 255 * size <= np.iinfo(np.uint16).max:
         return np.uint16
