@@ -3,9 +3,9 @@ load that other processes put on the machine falls on all of them alike; each ca
 figure is its best round.
 
 Each round runs them in another order (shuffled, the same in every run of a script), so
-no candidate always runs after the same one: what a call leaves behind (another library's threads spinning, or a
-core left idle by a long single-threaded call, which a virtual machine hands back to its
-host) falls on each in turn. In a fixed order stencilpipe always ran after scipy's
+no candidate always runs after the same one: what a call leaves behind (another library's
+threads spinning, or a core left idle by a long single-threaded call, which a virtual
+machine hands back to its host) falls on each in turn. In a fixed order stencilpipe always ran after scipy's
 50-600 ms single-threaded call and OpenCV after stencilpipe's two threads: ``integer.py
 --only frame``, two runs each, uint8 gaussian 5x5 1.60-1.69x OpenCV in the fixed order,
 1.20-1.32x shuffled; 3x3 median 1.34-1.41x, 1.05-1.09x."""
