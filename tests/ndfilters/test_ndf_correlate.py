@@ -334,10 +334,10 @@ def test_bad_mode_is_one_clear_error():
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
 def test_long_means_along_the_last_axis_equal_scipys_bit_for_bit(dtype):
     """Means along the last axis longer than 15 (``window_kernels.running_mean_lines``:
-    16 lines side by side, 64 positions gathered at a time) sum each line from its start
-    as scipy does: equal bit for bit, for a line count that leaves a partial group, lines
-    that are not a whole number of gathers long, windows longer than the line, every
-    mode, origins and outputs."""
+    4 lines side by side, their changes unfolded inside, folded near the ends) sum each
+    line from its start as scipy does: equal bit for bit, for a line count that leaves a
+    partial group, windows longer than the line (nothing unfolded), every mode, origins,
+    and outputs stored by a cast (float32) or as scipy stores a double (int16)."""
     rng = np.random.default_rng(7)
     x = (rng.standard_normal((37, 301)) * 1000).astype(dtype)
     for mode in MODES:

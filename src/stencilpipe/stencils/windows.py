@@ -345,7 +345,7 @@ class MeanPass(_LinePass):
         sums_type = _line_sums(in_dtypes[0], size, narrow=narrow)
         across_sums = sums_type if narrow else acc  # else scipy's running sum in double
         # uint16 sums are those of uint8 windows of up to 257: a reciprocal truncates them.
-        reciprocal = truncating_reciprocal(size) if sums_type is np.uint16 else np.float32(0)
+        reciprocal = truncating_reciprocal(size) if sums_type is np.uint16 else None
 
         def across(*args: Any) -> None:
             loops.running_mean(*args, acc, quot, across_sums, reciprocal)
