@@ -22,7 +22,8 @@ minimum and cv2.erode, on a 2048x2048 frame and a (16, 512, 512) stack, interlea
 ``--running-mean`` times an integer ``uniform_filter1d`` along the last axis as a
 per-point sum against the running sum (``RUNNING_MEAN_ABOVE[False]``), interleaved.
 
-    python benchmarks/windows.py [--threads 2] [--compile] [--large] [--box] [--running-mean]
+    python benchmarks/windows.py [--threads 2] [--compile] [--large [--match NAME]] [--box]
+                                 [--running-mean]
 """
 
 from __future__ import annotations
@@ -132,8 +133,9 @@ def _large_pairs(name: str, x: np.ndarray) -> dict:
     return pairs
 
 
-def large_windows(frames: dict[str, np.ndarray]) -> None:
-    """Issue 17's large windows, ndfilters against OpenCV (scipy where OpenCV has none)."""
+def large_windows(frames: dict[str, np.ndarray], match: str = "") -> None:
+    """Issue 17's large windows, ndfilters against OpenCV (scipy where OpenCV has none);
+    only the filters whose name contains ``match``."""
     print(f"\n# large windows, 2048x2048, ndfilters vs OpenCV ({load()})")
     for name, x in frames.items():
         print(f"\n## {name}\n")
@@ -142,6 +144,8 @@ def large_windows(frames: dict[str, np.ndarray]) -> None:
         )
         print(f"|{'-' * 20}|{'-' * 14}|{'-' * 22}|{'-' * 11}|-------|")
         for what, (ours, theirs, anchor) in _large_pairs(name, x).items():
+            if match not in what:
+                continue
             rounds = 2 if "median" in what else 5
             (_, mine), (_, other) = interleaved({"ours": ours, "theirs": theirs}, rounds=rounds)
             print(
@@ -230,6 +234,7 @@ def main() -> None:
     parser.add_argument("--large", action="store_true", help="issue 17's large windows")
     parser.add_argument("--box", action="store_true", help="2-D box minimum: one pass vs lines")
     parser.add_argument("--running-mean", action="store_true", help="integer means: sum kinds")
+    parser.add_argument("--match", default="", help="--large: the filters whose name has it")
     args = parser.parse_args()
 
     import cv2
@@ -247,7 +252,7 @@ def main() -> None:
     reflect = cv2.BORDER_REFLECT
     if args.large:
         float32 = rng.random((2048, 2048), dtype=np.float32)
-        large_windows({"uint8": frame8, "uint16": frame16, "float32": float32})
+        large_windows({"uint8": frame8, "uint16": frame16, "float32": float32}, args.match)
         return
     if args.box:
         box_extrema(rng)

@@ -836,8 +836,8 @@ def slide_store(total, a, b, target, sums_type, quot, divisor, scale, acc, to):
     :func:`divide_store` with a plain cast into ``target``, in one loop: 2048x2048
     float32, 31 rows, 1 thread, 5.5 -> 2.5 ms (three loops write and read two buffers)."""
     for w in range(total.size):
-        t = total[w] + (sums_type(a[w]) - sums_type(b[w]))
-        total[w] = t
+        t = sums_type(total[w] + (sums_type(a[w]) - sums_type(b[w])))  # not int64: AVX2
+        total[w] = t  # converts no int64 to float
         target[w] = cast(quotient(t, quot, divisor, scale, acc), to)
 
 
