@@ -46,6 +46,38 @@ def test_every_dtype_and_ndim(dtype, ndim):
     check("gaussian_gradient_magnitude", x, 0.7, rtol=rtol)
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "uint16", "int16"])
+def test_sobel_and_prewitt_of_small_integers_in_one_pass_equal_scipys_two(dtype, monkeypatch):
+    """2-D sobel/prewitt of 8/16-bit integers run as one 3x3 correlation where that equals
+    scipy's two passes stored in the output dtype (wrapped, or exact), and as two passes
+    where it would not (constant mode, uint32/uint64 outputs, mixed modes): every output
+    dtype, mode and axis, tiny frames included, against scipy itself."""
+    from stencilpipe.ndfilters import _derivatives
+
+    one_pass = []
+    real = _derivatives._correlate_nd
+    monkeypatch.setattr(
+        _derivatives, "_correlate_nd", lambda *a: one_pass.append(a[-1]) or real(*a)
+    )
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(5)
+    outputs = [None, "uint8", "int8", "int16", "int32", "uint32", "int64", "uint64", "float32"]
+    modes = ["reflect", "mirror", "nearest", "wrap", "grid-mirror", "constant"]
+    for shape in [(1, 1), (2, 7), (7, 1), (41, 37)]:
+        x = rng.integers(info.min, int(info.max) + 1, shape).astype(dtype)
+        for output in outputs:
+            for mode in modes + [("wrap", "nearest")]:
+                for name in ("sobel", "prewitt"):
+                    for axis in (0, 1):
+                        one_pass.clear()
+                        ours = getattr(ndf, name)(x, axis, mode=mode, cval=7, output=output)
+                        theirs = getattr(ndi, name)(x, axis, mode=mode, cval=7, output=output)
+                        assert ours.dtype == theirs.dtype
+                        np.testing.assert_array_equal(ours, theirs, err_msg=f"{name} {mode}")
+                        expected = mode in modes[:-1] and output not in ("uint32", "uint64")
+                        assert one_pass == ([name] if expected else [])
+
+
 def test_gaussian_orders_radius_truncate_and_axes():
     x = sample("float64", 3)
     check("gaussian_filter", x, (1.0, 0.5, 2.0), order=(0, 1, 2))

@@ -2,9 +2,10 @@
 gaussian_gradient_magnitude, sobel, prewitt, laplace.
 
 Each is scipy's sequence of 1-D correlations, every pass stored in the output
-dtype; the components of a Laplacian or a gradient magnitude are combined as
-scipy combines them, with the arithmetic of the output dtype (``+=``, squares,
-``np.sqrt`` with its loop), which NumPy, Dask and CuPy arrays share.
+dtype (sobel and prewitt of 8/16-bit frames as the one 3x3 correlation that gives the
+same result, :func:`_in_one_pass`); the components of a Laplacian or a gradient
+magnitude are combined as scipy combines them, with the arithmetic of the output dtype
+(``+=``, squares, ``np.sqrt`` with its loop), which NumPy, Dask and CuPy arrays share.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 from ..stencils.dask_apply import is_dask_array, map_stencil_blocks
 from ..stencils.threads import single_threaded
 from ._apply import as_array, check_axes, dtypes_of, filter_mode, finish, normalize_sequence
-from ._correlate import axis_index, correlate1d, run_1d
+from ._correlate import _correlate_nd, axis_index, correlate1d, run_1d
 from ._kernels import correlate1d_kernel
 
 __all__ = [
@@ -271,10 +272,47 @@ def gaussian_gradient_magnitude(
     )
 
 
+#: Stores in which :func:`_edge`'s two passes over 8/16-bit integers equal one 3x3
+#: correlation (see :func:`_in_one_pass`).
+_ONE_PASS_STORES = frozenset(
+    np.dtype(t)
+    for t in ("uint8", "int8", "uint16", "int16", "int32", "int64", "float32", "float64")
+)
+
+
+def _in_one_pass(array: Any, modes: list[Any], output: Any, name: str) -> bool:
+    """Whether sobel/prewitt of a 2-D ``array`` may run as one 3x3 correlation with the
+    outer product of its two passes' weights: a pass less over memory (2048x2048, 2
+    threads, interleaved, prewitt two passes / one: uint8 4.17 / 2.18 ms, uint16 4.71 /
+    2.40; OpenCV's filter2D 3.76 and 24.3).
+
+    For 8/16-bit integers every sum is an integer below ``4 * 2**16`` in magnitude. The
+    first pass's sums ``t`` are stored in the output dtype: exactly in int32, int64 and
+    the floats (below ``2**24``), else truncated through int32 and wrapped to ``t`` modulo
+    ``2**bits`` (:func:`.window_kernels.store_c`), which the second pass's integer weights
+    carry to its own sum, stored with the same wrap: the one pass's result. (uint32 and
+    uint64 are left out: a negative ``t`` wraps to a value the second pass sums out of
+    int32's range, or out of a double's exact integers.) Each pass folds its own axis
+    and the correlation folds both the same way, except under ``constant``, where the
+    second pass reads ``cval`` outside the first's result rather than the sum of
+    ``cval``-filled rows.
+    """
+    if array.ndim != 2 or array.dtype.kind not in "iu" or array.dtype.itemsize > 2:
+        return False
+    if len({filter_mode(m) for m in modes}) != 1 or filter_mode(modes[0]) == "constant":
+        return False
+    return dtypes_of(array, output, name).store in _ONE_PASS_STORES
+
+
 def _edge(image, axis, mode, cval, output, smoothing, name):
     array = as_array(image)
     axis = axis_index(axis, array.ndim)
     modes = normalize_sequence(mode, array.ndim)
+    if _in_one_pass(array, modes, output, name):
+        weights = np.multiply.outer(
+            *([(-1.0, 0.0, 1.0), smoothing] if axis == 0 else [smoothing, (-1.0, 0.0, 1.0)])
+        )
+        return _correlate_nd(array, weights, modes[0], cval, 0, output, None, False, name)
     derivative = functools.partial(correlate1d_kernel, (-1.0, 0.0, 1.0), 0)
     smooth = functools.partial(correlate1d_kernel, smoothing, 0)
     steps = [(derivative, modes[axis], axis)]
