@@ -47,10 +47,10 @@ def test_every_dtype_and_ndim(dtype, ndim):
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "int8", "uint16", "int16"])
-def test_sobel_and_prewitt_of_small_integers_in_one_pass_equal_scipys_two(dtype, monkeypatch):
-    """2-D sobel/prewitt of 8/16-bit integers run as one 3x3 correlation where that equals
-    scipy's two passes stored in the output dtype (wrapped, or exact), and as two passes
-    where it would not (constant mode, uint32/uint64 outputs, mixed modes): every output
+def test_sobel_prewitt_laplace_of_small_integers_in_one_pass_equal_scipys(dtype, monkeypatch):
+    """2-D sobel/prewitt/laplace of 8/16-bit integers run as one 3x3 correlation where that
+    equals scipy's two passes stored in the output dtype (wrapped, or exact), and as two
+    passes where it would not (constant mode, uint32/uint64 outputs, mixed modes): every output
     dtype, mode and axis, tiny frames included, against scipy itself."""
     from stencilpipe.ndfilters import _derivatives
 
@@ -67,15 +67,15 @@ def test_sobel_and_prewitt_of_small_integers_in_one_pass_equal_scipys_two(dtype,
         x = rng.integers(info.min, int(info.max) + 1, shape).astype(dtype)
         for output in outputs:
             for mode in modes + [("wrap", "nearest")]:
-                for name in ("sobel", "prewitt"):
-                    for axis in (0, 1):
-                        one_pass.clear()
-                        ours = getattr(ndf, name)(x, axis, mode=mode, cval=7, output=output)
-                        theirs = getattr(ndi, name)(x, axis, mode=mode, cval=7, output=output)
-                        assert ours.dtype == theirs.dtype
-                        np.testing.assert_array_equal(ours, theirs, err_msg=f"{name} {mode}")
-                        expected = mode in modes[:-1] and output not in ("uint32", "uint64")
-                        assert one_pass == ([name] if expected else [])
+                for name, axis in [("sobel", 0), ("sobel", 1), ("prewitt", 0), ("laplace", 1)]:
+                    one_pass.clear()
+                    args = (x,) if name == "laplace" else (x, axis)
+                    ours = getattr(ndf, name)(*args, mode=mode, cval=7, output=output)
+                    theirs = getattr(ndi, name)(*args, mode=mode, cval=7, output=output)
+                    assert ours.dtype == theirs.dtype
+                    np.testing.assert_array_equal(ours, theirs, err_msg=f"{name} {mode}")
+                    expected = mode in modes[:-1] and output not in ("uint32", "uint64")
+                    assert one_pass == ([name] if expected else [])
 
 
 def test_gaussian_orders_radius_truncate_and_axes():
