@@ -48,10 +48,10 @@ def test_every_dtype_and_ndim(dtype, ndim):
 
 @pytest.mark.parametrize("dtype", ["uint8", "int8", "uint16", "int16"])
 def test_sobel_prewitt_laplace_of_small_integers_in_one_pass_equal_scipys(dtype, monkeypatch):
-    """2-D sobel/prewitt/laplace of 8/16-bit integers run as one 3x3 correlation where that
-    equals scipy's two passes stored in the output dtype (wrapped, or exact), and as two
-    passes where it would not (constant mode, uint32/uint64 outputs, mixed modes): every output
-    dtype, mode and axis, tiny frames included, against scipy itself."""
+    """sobel/prewitt/laplace of 8/16-bit frames and volumes run as one correlation where
+    that equals scipy's passes stored in the output dtype (wrapped, or exact), and as
+    scipy's passes where it would not (constant mode, uint32/uint64 outputs, mixed modes):
+    every output dtype, mode and axis, tiny arrays included, against scipy itself."""
     from stencilpipe.ndfilters import _derivatives
 
     one_pass = []
@@ -63,11 +63,11 @@ def test_sobel_prewitt_laplace_of_small_integers_in_one_pass_equal_scipys(dtype,
     rng = np.random.default_rng(5)
     outputs = [None, "uint8", "int8", "int16", "int32", "uint32", "int64", "uint64", "float32"]
     modes = ["reflect", "mirror", "nearest", "wrap", "grid-mirror", "constant"]
-    for shape in [(1, 1), (2, 7), (7, 1), (41, 37)]:
+    for shape in [(1, 1), (2, 7), (7, 1), (41, 37), (2, 1, 3), (9, 8, 7)]:
         x = rng.integers(info.min, int(info.max) + 1, shape).astype(dtype)
         for output in outputs:
-            for mode in modes + [("wrap", "nearest")]:
-                for name, axis in [("sobel", 0), ("sobel", 1), ("prewitt", 0), ("laplace", 1)]:
+            for mode in modes + [("wrap", "nearest", "wrap")[: x.ndim]]:
+                for name, axis in [("sobel", 0), ("sobel", -1), ("prewitt", 1), ("laplace", 0)]:
                     one_pass.clear()
                     args = (x,) if name == "laplace" else (x, axis)
                     ours = getattr(ndf, name)(*args, mode=mode, cval=7, output=output)
