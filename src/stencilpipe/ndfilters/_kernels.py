@@ -141,10 +141,11 @@ def correlate1d_kernel(
 
 #: Means longer than this run scipy's running sum on the CPU (:class:`MeanPass`): across
 #: lines (the array viewed as (before, line, after), vectorised along ``after``) and along
-#: the last axis (16 lines transposed side by side, which costs more). Measured per pass,
-#: 2048x2048, 1 thread, loaded 2-core machine: across, uint8 2.4 ms whatever the size;
-#: along the last axis, uint8/float32 running 13 ms against per-point sums 13 / 5 ms (5),
-#: 23 / 19 (15), 59 / 70 (31).
+#: the last axis (4 lines' running sums side by side, which costs more). Measured per
+#: pass, 2048x2048, 1 thread, interleaved, per-point sums / running sum: across, float32
+#: 2 3.09 / 3.85 ms, 3 4.06 / 4.63, 4 3.72 / 4.15, 5 4.39 / 4.24 (float64 5 7.78 / 6.84);
+#: along the last axis, float32 5 3.35 / 6.05, 9 4.60 / 6.82, 15 6.31 / 5.99 (float64 15
+#: 7.76 / 9.32).
 RUNNING_MEAN_ABOVE = {True: 3, False: 15}
 
 #: 8- and 16-bit integer outputs (of integer inputs: exact integer window sums,
