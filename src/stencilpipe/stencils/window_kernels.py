@@ -889,7 +889,8 @@ def running_mean(
 
 
 #: Lines :func:`running_mean_lines` sums side by side: along one line each step of the
-#: running sum is an addition that waits for the one before, so four lines' chains overlap.
+#: running sum is an addition that waits for the one before, so four lines' chains overlap
+#: (its loop of the sums names the four, in registers: change both together).
 LANES = 4
 
 
@@ -930,10 +931,10 @@ def running_mean_lines(x, out, cval, first, last, before, after, mode, to, bits,
     6.0 against 16 lines gathered transposed through indices Numba wraps. Every line is
     summed from its start: bit for bit scipy's."""
     n = x.shape[1]
-    size = before + after + 1
-    sums = np.empty((LANES, n), np.float64)
     if n == 0:
         return
+    size = before + after + 1
+    sums = np.empty((LANES, n), np.float64)
     for group in range(first, last, LANES):
         for k in range(LANES):
             line = x[min(group + k, last - 1)]  # a short group sums its last line again
