@@ -47,6 +47,16 @@ def _read(offset: Offset) -> str:
     return "x[" + ", ".join(map(str, offset)) + "]"
 
 
+def _as_double(read: str) -> str:
+    """A read of a weighted sum, converted to a double first as scipy's line buffers are.
+
+    Integers read as int64 otherwise, and their sums convert one by one (AVX2 has no packed
+    int64 -> double; int32 -> double it has): 2048x2048 uint8 gaussian_filter, 2 threads,
+    sigma 8 69 -> 54 ms, uint16 89 -> 58. Values and exact sums are unchanged; int64 values
+    beyond 2**53 now round before they add, as scipy's do."""
+    return f"float({read})"
+
+
 def _line_read(k: int, across: bool) -> str:
     """The read ``k`` along a line: of a 1-D kernel, or with ``across`` of a 2-D kernel whose
     line is its first axis (the caller views the array as (before, line, after), so the
@@ -74,7 +84,7 @@ def correlate_kernel(terms: tuple[tuple[Offset, float], ...], store: np.dtype) -
     :data:`~stencilpipe.stencils.windows.SCIPY_STORES`.
     """
     kept = [(offset, w) for offset, w in terms if abs(w) > _EPSILON]
-    body = ["    t = 0.0"] + [f"    t += {w!r} * {_read(offset)}" for offset, w in kept]
+    body = ["    t = 0.0"] + [f"    t += {w!r} * {_as_double(_read(offset))}" for offset, w in kept]
     made = _kernel("correlate", body, store)
     if store in SCIPY_STORES and len(terms[0][0]) <= 3 and kept:
         reach, places = box_places(tuple(offset for offset, _ in kept))
@@ -116,7 +126,7 @@ def correlate1d_kernel(
     after = len(weights) - before - 1
 
     def read(k: int) -> str:
-        return _line_read(k - origin, across)
+        return _as_double(_line_read(k - origin, across))
 
     def w(k: int) -> str:
         return repr(weights[before + k])
