@@ -9,6 +9,7 @@ import scipy.ndimage as ndi
 from ndf_oracle import ALIASES, DTYPES, MODES, assert_dask_same, assert_same, sample
 
 import stencilpipe.ndfilters as ndf
+from stencilpipe.stencils.stencil import SMALL_CALL
 
 WEIGHTS_2D = np.array([[0.5, -1.25, 2.0, 0.0], [1.5, 3.0, -0.75, 0.25], [0.0, 1.0, 0.5, -2.0]])
 WEIGHTS_3D = np.arange(1.0, 13.0).reshape(2, 2, 3) / 7 - 0.5
@@ -201,6 +202,32 @@ def test_correlate1d_convolve1d(mode, weights):
         for ours, theirs in [(ndf.correlate1d, ndi.correlate1d), (ndf.convolve1d, ndi.convolve1d)]:
             expected = theirs(x, weights, axis=axis, mode=mode, cval=-3)
             assert_same(ours(x, weights, axis=axis, mode=mode, cval=-3), expected)
+
+
+@pytest.mark.parametrize("weights", [[1.0, 0.5, 1.0], [-1.0, 0.0, 1.0]])
+def test_correlate1d_pairs_of_large_int64_round_before_they_add_as_scipys(weights):
+    """scipy converts each value to a double, then adds a pair: above 2**53 that differs
+    from converting the exact integer sum. A call big enough for the kernel written out."""
+    shape = (SMALL_CALL // 1024, 1024)
+    x = np.random.default_rng(7).integers(2**60, 2**62, shape, dtype=np.int64)
+    for axis in (0, 1):
+        expected = ndi.correlate1d(x, weights, axis=axis, output=np.float64)
+        exact = x.astype(object)
+        assert not np.array_equal(expected[1:-1, 1:-1], _exact_pairs(exact, weights, axis))
+        assert_same(ndf.correlate1d(x, weights, axis=axis, output=np.float64), expected)
+
+
+def _exact_pairs(x: np.ndarray, weights: list[float], axis: int) -> np.ndarray:
+    """Interior of a symmetric or antisymmetric 3-weight correlation with each pair summed
+    as exact integers, then converted (what an int64 pair sum gives)."""
+    x = np.moveaxis(x, axis, 0)
+    sign = 1 if weights[0] == weights[2] else -1
+    pairs = (x[2:] + sign * x[:-2]).astype(np.float64)
+    centre = x[1:-1].astype(np.float64)
+    inner = centre * weights[1]
+    inner += pairs * weights[2]  # scipy's order: the centre, then the pairs
+    inner = np.moveaxis(inner, 0, axis)
+    return inner[:, 1:-1] if axis == 0 else inner[1:-1, :]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
