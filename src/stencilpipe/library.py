@@ -570,8 +570,8 @@ def median(size: int | Sequence[int] = 3, *, ndim: int = 2, **options: Any) -> S
     The kernel is a selection network: only the compare-exchanges (``min``/``max``)
     of a Batcher sorting network that the median depends on, on values held in
     local variables, so it needs no memory and vectorises. On the CPU a 3x3 median (or a
-    (1, 3, 3) one) runs :class:`~stencilpipe.stencils.windows.BoxMedian3` instead (each
-    column sorted once).
+    (1, 3, 3) one) runs :class:`~stencilpipe.stencils.windows.BoxMedian3` instead (Paeth's
+    median of three sorted columns, in registers).
     """
     window = _window(size, ndim)
     offsets = list(itertools.product(*(range(first, last + 1) for first, last in window)))

@@ -235,9 +235,9 @@ def test_wrap_windows_on_dask():
 
 @pytest.mark.parametrize("mode", MODES + ALIASES)
 @pytest.mark.parametrize("dtype", ["bool", *DTYPES])
-def test_a_3x3_median_of_frames_sorts_each_column_once(mode, dtype, monkeypatch):
+def test_a_3x3_median_of_frames_runs_the_library_s_3x3_pass(mode, dtype, monkeypatch):
     """A 3x3 median over 2-D frames, or a (1, 3, 3) one over a stack, runs the library's
-    column-sorting pass on the CPU (``window_kernels.median_box3``) for every dtype but
+    sorted-columns pass on the CPU (``window_kernels.median_box3``) for every dtype but
     bool (read as uint8) and mode, a cval the dtype holds or not (scipy reads it as a
     double), chunked or not."""
     made = []

@@ -276,7 +276,7 @@ def box_3x3(ndim: int) -> tuple[Offset, ...]:
 def median_3x3_kernel(store: np.dtype, ndim: int) -> Stencil:
     """The median of a 3x3 box over the last two of ``ndim`` (2 or 3) axes, for an input of
     dtype ``store``: the library's (:func:`stencilpipe.library.median`), whose CPU pass
-    sorts each column once."""
+    takes Paeth's median of three sorted columns."""
     return median((1,) * (ndim - 2) + (3, 3), ndim=ndim, dtype=store)
 
 
