@@ -92,6 +92,50 @@ def test_range_analysis_picks_the_narrowest_exact_accumulator():
     assert accumulator(sp.library.sobel(0), np.int32) is None  # 32-bit inputs stay int64
 
 
+@sp.stencil
+def converted_pairs(x):
+    return (float(x[0, -1]) + float(x[0, 1])) * 0.25 + (float(x[-1, 0]) - float(x[1, 0])) * 0.5
+
+
+@sp.stencil
+def one_read_unconverted(x):
+    return (float(x[0, -1]) + float(x[0, 1])) * 0.25 + x[0, 0] * 0.5
+
+
+def converted(stencil: sp.Stencil, dtype):
+    """The accumulator of ``stencil``'s converted sums (its body as the compiler merges
+    it), or None."""
+    from stencilpipe.stencils.dtypes import converted_accumulator
+    from stencilpipe.stencils.rewrite import _MergeConversions
+
+    body = [_MergeConversions().visit(s) for s in stencil.info.body]
+    return converted_accumulator(body, {a: np.dtype(dtype) for a in stencil.info.array_params})
+
+
+def test_converted_reads_add_in_int32_where_range_analysis_proves_it():
+    """``float(a) + float(b)`` of 8/16-bit reads becomes one conversion of an int32 sum
+    (as scipy's correlations sum pairs); not for 32-bit inputs, nor a body that reads
+    outside a conversion."""
+    int32 = np.dtype(np.int32)
+    for dtype in (np.uint8, np.int8, np.uint16, np.int16):
+        assert converted(converted_pairs, dtype) == int32
+        assert converted(one_read_unconverted, dtype) is None
+    assert converted(converted_pairs, np.int32) is None
+    assert converted(converted_pairs, np.float32) is None
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.uint16, np.int16])
+def test_converted_sums_equal_the_plain_loop_on_extreme_values(dtype):
+    frames = extreme_frames(dtype)
+    for mode in ("reflect", "constant"):
+        want = kernel_by_loop(
+            converted_pairs.func, [frames], halo=converted_pairs.halo, mode=mode, cval=3,
+            out_dtype=np.float64,
+        )  # fmt: skip
+        got = converted_pairs(frames, out=np.empty(frames.shape), boundary=mode, cval=3)
+        np.testing.assert_array_equal(got, want)
+
+
 EXTREMES = {
     np.uint8: [0, 1, 254, 255],
     np.int8: [-128, -127, 0, 126, 127],

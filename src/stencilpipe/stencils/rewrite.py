@@ -32,7 +32,7 @@ import numpy as np
 
 from .analysis import KernelInfo, index_interval
 from .compile_lock import compile_lock
-from .dtypes import integer_accumulator, wide_type_name
+from .dtypes import converted_accumulator, integer_accumulator, is_conversion, wide_type_name
 from .store import store_function
 from .unroll import unroll_constant_loops
 
@@ -197,6 +197,51 @@ class _Narrow(ast.NodeTransformer):
         return node
 
 
+class _MergeConversions(ast.NodeTransformer):
+    """``float(a) + float(b)`` -> ``float(a + b)`` (and ``-``), inside out: one conversion
+    of an integer sum where there were two and a float addition (AVX2 converts int32 to
+    double four lanes at a time, int64 one by one). Exact where
+    :func:`~.dtypes.converted_accumulator` then proves the sums fit an accumulator: both
+    sides are exact integers, and so is their double sum below 2**53."""
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        left, right = node.left, node.right
+        if isinstance(node.op, (ast.Add, ast.Sub)) and is_conversion(left) and is_conversion(right):
+            assert isinstance(left, ast.Call) and isinstance(right, ast.Call)
+            total = ast.copy_location(ast.BinOp(left.args[0], node.op, right.args[0]), node)
+            return ast.copy_location(ast.Call(func=left.func, args=[total], keywords=[]), node)
+        return node
+
+
+class _NarrowConversions(ast.NodeTransformer):
+    """:class:`_Narrow` the arguments of the conversions (``float(...)``) only."""
+
+    def __init__(self, type_name: str):
+        self.narrow = _Narrow(type_name)
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        if is_conversion(node):
+            node.args = [self.narrow.visit(node.args[0])]
+            return node
+        return self.generic_visit(node)
+
+
+def _narrowed(body: list[ast.stmt], arrays: dict[str, np.dtype]) -> tuple[list, np.dtype | None]:
+    """``body`` computing in the accumulator range analysis proves exact, and that
+    accumulator (None: ``body`` as it is, computing wide): a body of integer arithmetic
+    (:func:`~.dtypes.integer_accumulator`), or one whose converted reads add in it
+    (:func:`~.dtypes.converted_accumulator`)."""
+    narrow = integer_accumulator(body, arrays)
+    if narrow is not None:
+        return [_Narrow(narrow.name).visit(s) for s in body], narrow
+    merged = [_MergeConversions().visit(copy.deepcopy(s)) for s in body]
+    narrow = converted_accumulator(merged, arrays)
+    if narrow is not None:
+        return [_NarrowConversions(narrow.name).visit(s) for s in merged], narrow
+    return body, None
+
+
 def _hoist_reads(body: list[ast.stmt], arrays: tuple[str, ...]) -> list[ast.stmt]:
     hoist = _HoistReads(arrays)
     rest = [hoist.visit(copy.deepcopy(s)) for s in body]
@@ -280,9 +325,7 @@ def point_functions(
     if selects_only(body, info.array_params):
         wide = {a: d.name for a, d in zip(info.array_params, in_dtypes)}
     else:
-        narrow = integer_accumulator(body, dict(zip(info.array_params, in_dtypes)))
-        if narrow is not None:
-            body = [_Narrow(narrow.name).visit(s) for s in body]
+        body, narrow = _narrowed(body, dict(zip(info.array_params, in_dtypes)))
         wide = {
             a: narrow.name if narrow is not None else wide_type_name(d)
             for a, d in zip(info.array_params, in_dtypes)
