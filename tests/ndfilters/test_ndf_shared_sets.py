@@ -39,23 +39,27 @@ def big_calls(monkeypatch):
     monkeypatch.setattr(stencil_module, "SMALL_CALL", 0)
 
 
-def test_rows_share_sets_for_float_rows_a_multiple_of_4_kib_apart():
+def test_rows_share_sets_for_float_and_16_bit_rows_a_multiple_of_4_kib_apart():
     share = stencil_module.rows_share_sets
     assert share((1, 40, 1024), np.dtype(np.float32))
     assert share((3, 40, 512), np.dtype(np.float64))
     assert share((1, 40, 2048), np.dtype(np.float32))
     assert not share((1, 40, 1000), np.dtype(np.float32))
     assert not share((1, 40, 1536), np.dtype(np.float32))  # 6 KiB
-    assert not share((1, 40, 2048), np.dtype(np.uint16))  # integer rows: no faster
+    assert share((1, 40, 2048), np.dtype(np.uint16))
+    assert share((1, 40, 4096), np.dtype(np.int16))
+    assert not share((1, 40, 4096), np.dtype(np.uint8))  # 8-bit rows: no faster
+    assert not share((1, 40, 1024), np.dtype(np.int32))
     assert not share((40, 1024), np.dtype(np.float32))  # a line: no rows
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "uint16", "int16"])
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("weights, origin", WEIGHTS, ids=["sym", "antisym", "origin", "even"])
 def test_a_big_window_across_shared_rows_runs_the_ring(big_calls, dtype, mode, weights, origin):
     """Against scipy bit for bit, and no kernel written out asked for."""
-    x = (np.random.default_rng(1).standard_normal((2, 23, 1024)) * 1e3).astype(dtype)
+    width = 4096 // np.dtype(dtype).itemsize  # rows 4 KiB apart
+    x = (np.random.default_rng(1).standard_normal((2, 23, width)) * 1e3).astype(dtype)
     made = _kernels.correlate1d_kernel(
         tuple(map(float, weights)), origin, np.dtype(dtype), across=True
     )
