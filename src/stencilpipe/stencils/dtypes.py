@@ -20,7 +20,7 @@ the pairs of 8- and 16-bit data) adds them in that type and converts each sum on
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -182,7 +182,7 @@ class _Ranges:
         raise _Unknown
 
 
-def is_conversion(node: ast.AST) -> bool:
+def is_conversion(node: ast.AST) -> TypeGuard[ast.Call]:
     """Whether ``node`` is ``float(value)``."""
     return (
         isinstance(node, ast.Call)

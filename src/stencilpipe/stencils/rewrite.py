@@ -208,7 +208,6 @@ class _MergeConversions(ast.NodeTransformer):
         self.generic_visit(node)
         left, right = node.left, node.right
         if isinstance(node.op, (ast.Add, ast.Sub)) and is_conversion(left) and is_conversion(right):
-            assert isinstance(left, ast.Call) and isinstance(right, ast.Call)
             total = ast.copy_location(ast.BinOp(left.args[0], node.op, right.args[0]), node)
             return ast.copy_location(ast.Call(func=left.func, args=[total], keywords=[]), node)
         return node
