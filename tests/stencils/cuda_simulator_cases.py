@@ -110,6 +110,20 @@ def test_integer_outputs_saturate_and_round_half_to_even():
     check(sp.library.mean((1, 2)), [halves], against_cpu=True)  # every mean ends in .5
 
 
+@sp.stencil
+def converted_pairs(x):
+    return (float(x[0, -1]) + float(x[0, 1])) * 0.25 - (float(x[-1, 0]) - float(x[1, 0])) * 0.5
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.uint16])
+def test_converted_pairs_add_in_int32_as_on_the_cpu(dtype):
+    """``float(a) + float(b)`` of 8/16-bit reads, one conversion of an int32 sum: the
+    oracle's values, and the CPU path's."""
+    x = random_array((5, 7), dtype, seed=18)
+    check(converted_pairs.with_options(dtype=np.float64), [x], mode="constant", cval=3,
+          against_cpu=True)  # fmt: skip
+
+
 def test_dtype_option():
     check(smooth.with_options(dtype=np.float32), [random_array((4, 5), np.uint8, seed=15)])
     check(volume.with_options(dtype=np.uint8), [random_array((3, 4, 5), np.int16, seed=16)])
