@@ -1,5 +1,6 @@
 """Integer kernels: narrow arithmetic where it is exact, and loops that LLVM vectorises."""
 
+import copy
 import os
 import platform
 import re
@@ -108,7 +109,7 @@ def converted(stencil: sp.Stencil, dtype):
     from stencilpipe.stencils.dtypes import converted_accumulator
     from stencilpipe.stencils.rewrite import _MergeConversions
 
-    body = [_MergeConversions().visit(s) for s in stencil.info.body]
+    body = [_MergeConversions().visit(copy.deepcopy(s)) for s in stencil.info.body]
     return converted_accumulator(body, {a: np.dtype(dtype) for a in stencil.info.array_params})
 
 
