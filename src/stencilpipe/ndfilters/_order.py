@@ -178,7 +178,7 @@ def offsets_of(footprint: np.ndarray, origins: list[int]) -> tuple[Offset, ...]:
     """The footprint's True places as offsets from the (shifted) centre, in C order.
 
     Remembered per footprint and origins: a filter called frame by frame asks for the same
-    ones each time: a 16x16 uint8 rank_filter 3x3 call 162 -> 80 us)."""
+    ones each time (a 16x16 uint8 rank_filter 3x3 call 162 -> 80 us)."""
     mask = np.asarray(footprint, dtype=bool)
     return _offsets(mask.shape, mask.tobytes(), tuple(int(o) for o in origins))
 
