@@ -46,10 +46,10 @@ def _runtime_fingerprint() -> str:
     """Hash of the helper modules generated code imports, so editing them invalidates caches."""
     import numba
 
-    from . import boundary, store
+    from . import boundary, order, store
 
     digest = hashlib.sha256(numba.__version__.encode())
-    for module in (boundary, store):
+    for module in (boundary, order, store):
         digest.update(Path(str(module.__file__)).read_bytes())
     return digest.hexdigest()
 

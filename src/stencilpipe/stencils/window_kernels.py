@@ -4,10 +4,11 @@ Their cost grows slowly with the window, where a per-point kernel's grows with i
 area: a minimum or maximum over a small or medium 2-D box is one pass over memory
 (:func:`extremum_box`: the box's rows compared into a row buffer, then along it by
 doubling), over longer windows one pass per axis of van Herk/Gil-Werman (three
-comparisons per element whatever the window's length); a rank (the median) slides a
-histogram along each line for 8/16-bit data, as OpenCV's ``medianBlur`` does (2 updates
-per window row and step), and runs a selection network, given as data, over blocks of
-points for other dtypes. None of them is specialised on the
+comparisons per element whatever the window's length); a rank (the median) over a 2-D
+box keeps the window's columns sorted and moves a split through them (floats, 16- and
+32-bit integers), slides a histogram along each line for other 8/16-bit windows, as
+OpenCV's ``medianBlur`` does (2 updates per window row and step), and runs a selection
+network, given as data, over blocks of points for the rest. None of them is specialised on the
 window's size, so each compiles once per dtype, in about a second.
 
 :mod:`.windows` loads this file as a generated module (:func:`.modules.load_module`),
@@ -23,6 +24,7 @@ import numba
 import numpy as np
 
 from stencilpipe.stencils import boundary
+from stencilpipe.stencils.order import from_order_key, order_key
 from stencilpipe.stencils.store import cast, store_as
 
 _SP_CACHE = True
@@ -694,6 +696,122 @@ def rank_columns(x, out, cval, first, last, reach, kn, rank, mode, to, low):
                         below += window_fine[k, v]
                         v += 1
                     out[b, i, 0, lo + j] = store_as(16 * k + v + low, to)
+        t += bottom - top
+
+
+@inline
+def padded_keys(x, b, j0, cols, cval_key, keys):
+    """The order keys of row ``j0`` of frame ``b`` (-1: ``cval``) at the padded columns
+    ``cols`` (folded, -1 for ``cval``), into ``keys``."""
+    for c in range(cols.size):
+        j = cols[c]
+        keys[c] = cval_key if j0 < 0 or j < 0 else order_key(x[b, j0, 0, j], cval_key)
+
+
+@inline
+def insert_sorted(column, filled, key):
+    """Insert ``key`` into ``column[1 : filled + 1]``, sorted, below the sentinel
+    ``column[0]``."""
+    i = filled + 1
+    while column[i - 1] > key:
+        column[i] = column[i - 1]
+        i -= 1
+    column[i] = key
+
+
+@inline
+def replace_sorted(column, gone, new):
+    """Replace one ``gone`` of sorted ``column`` (between sentinels) by ``new``, sorted."""
+    i = 1
+    while column[i] != gone:
+        i += 1
+    while column[i + 1] < new:
+        column[i] = column[i + 1]
+        i += 1
+    while column[i - 1] > new:
+        column[i] = column[i - 1]
+        i -= 1
+    column[i] = new
+
+
+@jit
+def rank_sorted_columns(x, out, cval, first, last, reach, kn, rank, mode, to, lowest, highest):
+    """As :func:`rank_network` for a 2-D box of any dtype with order keys
+    (:mod:`.order`), in time that grows with the box's width, not its area: each padded
+    column keeps its window's rows sorted (one key replaced per row), and the window's
+    ``rank`` smallest keys are, per column, a prefix of it (``split``). Stepping along the
+    row drops one column's prefix and adds the new column's keys below the last result;
+    the rank then moves by at most the column's height, one key at a time (the largest
+    below the split up, or the smallest above it down), and the result is the smallest
+    key above the split.
+
+    ``x`` and ``out`` are ``(batch, a0, 1, n)``; ``lowest`` and ``highest`` are the
+    sentinels below and above every key, of the key type. NaN ranks above ``inf``, as in
+    ``np.sort``."""
+    a0, n = x.shape[1], x.shape[3]
+    b0, k0, bn = reach[0], reach[1], reach[4]
+    span = n + kn - 1
+    cols = np.empty(span, np.intp)
+    for c in range(span):
+        cols[c] = fold(c - bn, n, mode)
+    columns = np.full((span, k0 + 2), lowest)
+    columns[:, k0 + 1] = highest
+    split = np.empty(span, np.intp)
+    lower, upper = np.full(span, lowest), np.full(span, lowest)  # each column's keys by the split
+    gone_keys, new_keys = np.full(span, lowest), np.full(span, lowest)
+    cval_key = order_key(cval, lowest)
+    t = first
+    while t < last:
+        b, top = t // a0, t % a0
+        bottom = min(a0, top + last - t)
+        for q in range(k0):
+            padded_keys(x, b, fold(top - b0 + q, a0, mode), cols, cval_key, new_keys)
+            for c in range(span):
+                insert_sorted(columns[c], q, new_keys[c])
+        for i in range(top, bottom):
+            if i > top:
+                padded_keys(x, b, fold(i - b0 - 1, a0, mode), cols, cval_key, gone_keys)
+                padded_keys(x, b, fold(i - b0 + k0 - 1, a0, mode), cols, cval_key, new_keys)
+                for c in range(span):
+                    replace_sorted(columns[c], gone_keys[c], new_keys[c])
+            split[:kn] = 1
+            for c in range(kn):
+                lower[c], upper[c] = lowest, columns[c, 1]
+            below = 0
+            result = lowest
+            for j in range(n):
+                if j > 0:
+                    below -= split[j - 1] - 1
+                    c = j + kn - 1
+                    smaller = 0
+                    for r in range(1, k0 + 1):
+                        smaller += columns[c, r] < result
+                    split[c] = 1 + smaller
+                    lower[c], upper[c] = columns[c, smaller], columns[c, smaller + 1]
+                    below += smaller
+                if below > rank:
+                    # The largest key below the split, moved above it, is the smallest there.
+                    while below > rank:
+                        result, at = lowest, j
+                        for c in range(j, j + kn):
+                            if lower[c] > result:
+                                result, at = lower[c], c
+                        split[at] -= 1
+                        upper[at], lower[at] = result, columns[at, split[at] - 1]
+                        below -= 1
+                else:
+                    while below < rank:
+                        least, at = highest, j
+                        for c in range(j, j + kn):
+                            if upper[c] < least:
+                                least, at = upper[c], c
+                        split[at] += 1
+                        lower[at], upper[at] = least, columns[at, split[at]]
+                        below += 1
+                    result = highest
+                    for c in range(j, j + kn):
+                        result = min(result, upper[c])
+                out[b, i, 0, j] = store_as(from_order_key(result, cval), to)
         t += bottom - top
 
 

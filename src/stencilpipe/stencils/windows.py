@@ -3,8 +3,9 @@
 A per-point kernel of a 15x15 median holds 225 values and thousands of
 compare-exchanges: minutes of compiling, and time that grows with the window's
 area. :class:`ExtremumPass` (a minimum or maximum along one axis, van
-Herk/Gil-Werman) and :class:`RankWindow` (any rank over a window: a sliding
-histogram for 8/16-bit data, a selection network run as data for others) are loops written once
+Herk/Gil-Werman) and :class:`RankWindow` (any rank over a window: sorted columns for
+2-D boxes, a sliding histogram for other 8/16-bit windows, a selection network run as
+data for the rest) are loops written once
 (:mod:`.window_kernels`), compiled once per dtype, whatever the window.
 
 Both are passes of :func:`.fused.run_passes`, as a separable filter's 1-D
@@ -27,6 +28,7 @@ import numpy as np
 
 from .boundary import MODE_CODES
 from .modules import load_module
+from .order import key_bounds, key_dtype
 from .threads import run_rows
 
 __all__ = [
@@ -44,6 +46,7 @@ __all__ = [
     "scipy_store",
     "MeanPass",
     "RankWindow",
+    "SORTED_ABOVE",
     "truncating_reciprocal",
     "window_loops",
 ]
@@ -447,7 +450,17 @@ def box_frames(array: np.ndarray, ndim: int) -> np.ndarray:
 #: take the network (float32 15x15: 123 ms against 1.1 s for quickselect). 8-bit 2-D boxes
 #: take column histograms (:func:`.window_kernels.rank_columns`) instead; 2048x2048 uint8,
 #: 2 threads, loaded, network / columns: 7x7 55 / 215 ms, 9x9 108 / 201, 11x11 156 / 190.
+#: 16-bit 2-D boxes above it take sorted columns (:data:`SORTED_ABOVE`).
 HISTOGRAM_ABOVE = 150
+
+#: 2-D boxes of floats and 32-bit integers of more elements than this select by sorted
+#: columns (:func:`.window_kernels.rank_sorted_columns`); 16-bit ones above
+#: :data:`HISTOGRAM_ABOVE`. Measured (1024x1024, 2 threads, one process; network or
+#: histogram / sorted, ms): float32 5x5 63 / 40, 3x7 51 / 33, 7x7 150 / 49, 13x13 1055 /
+#: 62, 21x21 2832 / 99, 1x15 24 / 26, 1x31 73 / 38; uint16 (network up to 150 elements,
+#: then the histogram) 7x7 17 / 40, 11x11 71 / 64, 13x13 147 / 59, 21x21 228 / 86, 11x15 115
+#: / 54, 41x5 397 / 80, 5x41 95 / 109, 3x31 42 / 55.
+SORTED_ABOVE = 20
 
 
 @dataclass(frozen=True)
@@ -466,11 +479,13 @@ class RankWindow(BoxPass):
         the whole box.
 
     The minimum or maximum by one comparison per point
-    (:func:`.window_kernels.extremum_points`); other ranks by a sliding histogram for
-    8/16-bit windows above :data:`HISTOGRAM_ABOVE` elements (column histograms, constant
-    time per point, for 8-bit 2-D boxes), else by a selection network
-    for ``rank`` run as data (:func:`.window_kernels.rank_network`): each compiles once
-    per dtype, whatever the window.
+    (:func:`.window_kernels.extremum_points`); other ranks over 2-D boxes of floats and
+    of 16- and 32-bit integers by sorted columns above :data:`SORTED_ABOVE` elements
+    (16-bit: :data:`HISTOGRAM_ABOVE`), by a sliding histogram for other 8/16-bit windows
+    above :data:`HISTOGRAM_ABOVE` elements (column histograms, constant time per point,
+    for 8-bit 2-D boxes), else by a selection network for ``rank`` run as data
+    (:func:`.window_kernels.rank_network`): each compiles once per dtype, whatever the
+    window (:meth:`loop_name` says which).
     """
 
     reach: tuple[tuple[int, int], ...]
@@ -501,30 +516,45 @@ class RankWindow(BoxPass):
         stops = np.concatenate([breaks, [len(places)]])
         return np.stack([lines[starts], along[starts], along[stops - 1] + 1], 1).astype(np.intp)
 
+    def loop_name(self, dtype: np.dtype) -> str:
+        """The name of the loop of :mod:`.window_kernels` that runs this window on ``dtype``."""
+        if self.rank in (0, self.size - 1):
+            return "extremum_points"
+        box = len(self.reach) == 2 and self.points is None
+        if box and key_dtype(dtype) is not None and dtype.itemsize > 1:
+            if self.size > (HISTOGRAM_ABOVE if dtype.itemsize == 2 else SORTED_ABOVE):
+                return "rank_sorted_columns"
+        if dtype.itemsize <= 2 and dtype.kind in "iub" and self.size > HISTOGRAM_ABOVE:
+            if dtype.itemsize == 1 and box and self.size < 1 << 16:
+                return "rank_columns"
+            return "rank_histogram"
+        return "rank_network"
+
     def _build(self, in_dtypes: tuple[np.dtype, ...], out_dtype: np.dtype, mode: str) -> _Rows:
         from ..library import _selection_network  # the library imports this module
 
         (dtype,) = in_dtypes
-        loops = window_loops()
         ndim = len(self.reach)
         reach, kn = box_reach(self.reach)
         code = MODE_CODES[mode]
+        name = self.loop_name(dtype)
+        loop = getattr(window_loops(), name)
+        low = int(np.iinfo(dtype).min) if dtype.kind in "iu" else 0
         extra: tuple
-        if self.rank in (0, self.size - 1):
+        if name == "extremum_points":
             extra = (self._places().astype(np.intp), self.rank > 0)
-            loop = loops.extremum_points
-        elif dtype.itemsize <= 2 and dtype.kind in "iub" and self.size > HISTOGRAM_ABOVE:
-            low = int(np.iinfo(dtype).min) if dtype.kind in "iu" else 0
+        elif name == "rank_sorted_columns":
+            key = key_dtype(dtype)
+            assert key is not None
+            extra = tuple(key.type(bound) for bound in key_bounds(key))
+        elif name == "rank_columns":
+            extra = (low,)
+        elif name == "rank_histogram":
             middling = None if dtype.itemsize == 1 else True
-            if dtype.itemsize == 1 and ndim == 2 and self.points is None and self.size < 1 << 16:
-                extra, loop = (low,), loops.rank_columns
-            else:
-                extra = (self._runs(kn), low, 4 * dtype.itemsize, middling)
-                loop = loops.rank_histogram
+            extra = (self._runs(kn), low, 4 * dtype.itemsize, middling)
         else:
             pairs = np.array(_selection_network(self.size, self.rank), np.intp).reshape(-1, 2)
             extra = (self._places().astype(np.intp), pairs)
-            loop = loops.rank_network
 
         def call(x, out, cval, start, stop, to):
             xs, outs = box_frames(x, ndim), box_frames(out, ndim)

@@ -1,0 +1,181 @@
+"""Ranks over 2-D boxes by sorted columns (``window_kernels.rank_sorted_columns``).
+
+Float, 32-bit and big 16-bit 2-D boxes keep each column of the window sorted and move a
+split through them (:mod:`stencilpipe.stencils.order` gives the keys that sort). Oracles:
+scipy.ndimage per frame, and the k-th value of each ``np.pad`` window sorted by
+``np.sort`` (NaN last) where scipy's own order is not a total one (NaN) or reads through
+float64 (uint32 above 2**53 is exact; int64 never takes this path).
+"""
+
+import dask.array as da
+import numpy as np
+import pytest
+from asked import kernels_asked
+from scipy import ndimage as ndi
+
+import stencilpipe as sp
+import stencilpipe.ndfilters as ndf
+from oracle import MODES, NUMPY_PAD_MODE
+from stencilpipe.stencils import order
+from stencilpipe.stencils.windows import RankWindow
+
+RNG = np.random.default_rng(41)
+
+SORTED_DTYPES = [np.float32, np.float64, np.int32, np.uint32, np.int16, np.uint16]
+
+
+def frames(dtype, shape):
+    if np.dtype(dtype).kind == "f":
+        return (RNG.standard_normal(shape) * 100).astype(dtype)
+    info = np.iinfo(dtype)
+    return RNG.integers(info.min, int(info.max) + 1, shape, dtype=dtype)
+
+
+def sorted_windows_rank(stack, size, rank, mode, cval):
+    """The ``rank``-th value of each window by np.sort of the ``np.pad``-ed windows."""
+    pad = [(0, 0)] + [(s // 2, s - s // 2 - 1) for s in size]
+    extra = {"constant_values": cval} if mode == "constant" else {}
+    padded = np.pad(stack, pad, mode=NUMPY_PAD_MODE[mode], **extra)
+    windows = np.lib.stride_tricks.sliding_window_view(padded, size, axis=(1, 2))
+    return np.sort(windows.reshape(*stack.shape, -1), axis=-1)[..., rank]
+
+
+def window(size, dtypes=SORTED_DTYPES):
+    """``size``, checked to be one the sorted columns take for every dtype of ``dtypes``."""
+    for dtype in dtypes:
+        reach = tuple((s // 2, s - 1 - s // 2) for s in size)
+        assert RankWindow(reach, 1).loop_name(np.dtype(dtype)) == "rank_sorted_columns"
+    return size
+
+
+@pytest.mark.parametrize("dtype", SORTED_DTYPES)
+@pytest.mark.parametrize("mode", MODES)
+def test_medians_equal_scipy(dtype, mode):
+    """Square and oblong boxes, odd and even, on frames smaller than the window too; the
+    first call (one thread) and the second (rows split over the threads)."""
+    for shape in [(2, 37, 61), (1, 5, 9)]:
+        x = frames(dtype, shape)
+        for size in [window((13, 13)), window((7, 25)), window((26, 7))]:
+            stencil = sp.library.median(size, boundary=mode, cval=7)
+            want = np.stack([ndi.median_filter(f, size=size, mode=mode, cval=7) for f in x])
+            with kernels_asked(stencil) as asked:
+                for _ in range(2):
+                    got = stencil(x)
+                    np.testing.assert_array_equal(got, want, err_msg=f"{size} {shape}")
+            assert not asked, "the per-point kernel was compiled on the CPU"
+
+
+def test_every_rank_and_percentile():
+    x = frames(np.float32, (1, 30, 41))
+    size = window((9, 21))
+    for rank in [0, 1, 5, 94, 188, 187]:
+        want = ndi.rank_filter(x[0], rank, size=size, mode="mirror")
+        np.testing.assert_array_equal(ndf.rank_filter(x[0], rank, size=size, mode="mirror"), want)
+    for percentile in [3, 50, 97.5]:
+        want = ndi.percentile_filter(x[0], percentile, size=size)
+        np.testing.assert_array_equal(ndf.percentile_filter(x[0], percentile, size=size), want)
+
+
+def test_flat_smooth_and_repeated_values():
+    """Ties (flat regions, few distinct values) and slow ramps, where the split moves far."""
+    flat = np.full((1, 40, 50), 3.5, np.float32)
+    steps = RNG.integers(0, 4, (1, 40, 50)).astype(np.float32)
+    ramp = np.cumsum(RNG.standard_normal((1, 40, 50)), axis=2).astype(np.float64)
+    for x in (flat, steps, ramp):
+        for size in [window((15, 15)), window((11, 17))]:
+            want = ndi.median_filter(x[0], size=size)
+            np.testing.assert_array_equal(sp.library.median(size)(x)[0], want)
+
+
+def test_extreme_values_sort_exactly():
+    """The dtype's smallest and largest values next to the sentinels' keys, infinities,
+    signed zeros, and uint32 values above float64's integers (scipy's order holds)."""
+    size = window((13, 13))
+    big = np.array([0, 1, 2**32 - 1, 2**32 - 2, 2**31, 2**53 + 1], np.uint64)
+    for x in [
+        RNG.choice(np.array([-np.inf, np.inf, -0.0, 0.0, 1e-45, -3e38], np.float32), (1, 30, 40)),
+        RNG.choice(np.array([-np.inf, np.inf, -0.0, 5e-324, 1.7e308], np.float64), (1, 30, 40)),
+        RNG.choice(np.array([-(2**31), 2**31 - 1, 0, -1], np.int32), (1, 30, 40)),
+        RNG.choice(big.astype(np.uint32), (1, 30, 40)),
+    ]:
+        want = sorted_windows_rank(x, size, 84, "reflect", 0)
+        got = sp.library.median(size)(x)
+        np.testing.assert_array_equal(got, want)  # -0.0 == 0.0: either is scipy's median
+
+
+def test_nan_ranks_above_infinity():
+    """NaN (any sign and payload) sorts above +inf, as np.sort puts it (for ranks other
+    than the minimum and maximum, which compare as scipy's do)."""
+    x = frames(np.float32, (1, 30, 40))
+    x[RNG.random(x.shape) < 0.3] = np.nan
+    x[0, 3, :] = -np.float32(np.nan)
+    x[0, 5, 7] = np.inf
+    size = window((13, 13))
+    for rank in [1, 84, 167]:
+        want = sorted_windows_rank(x, size, rank, "nearest", 0)
+        got = ndf.rank_filter(x[0], rank, size=size, mode="nearest")
+        np.testing.assert_array_equal(got, want[0])
+        if rank == 84:
+            assert np.isnan(want).any() and not np.isnan(want).all()
+
+
+def test_output_dtype_and_dask_chunks():
+    x = frames(np.float64, (3, 50, 47))
+    size = window((12, 13))
+    want = np.stack([ndi.median_filter(f, size=size, mode="wrap") for f in x])
+    stencil = sp.library.median(size, boundary="wrap", dtype=np.int16)
+    lazy = da.from_array(x, chunks=(2, 17, 20))
+    saturated = np.clip(np.rint(want), -(2**15), 2**15 - 1).astype(np.int16)
+    np.testing.assert_array_equal(stencil(lazy).compute(), saturated)
+    np.testing.assert_array_equal(stencil(x), saturated)
+
+
+def test_which_windows_take_the_sorted_columns():
+    """Per the measured crossovers: floats and 32-bit integers above SORTED_ABOVE, 16-bit
+    above HISTOGRAM_ABOVE; 8-bit, 64-bit integers, footprints and volumes never."""
+
+    def loop(dtype, reach, points=None):
+        return RankWindow(reach, 1, points).loop_name(np.dtype(dtype))
+
+    box = ((6, 6), (6, 6))  # 13x13
+    for dtype in [np.float32, np.float64, np.int32, np.uint32, np.int16, np.uint16]:
+        assert loop(dtype, box) == "rank_sorted_columns"
+    assert loop(np.float32, ((2, 2), (2, 2))) == "rank_sorted_columns"  # 25 elements
+    assert loop(np.uint16, ((2, 2), (2, 2))) == "rank_network"
+    assert loop(np.uint8, box) == "rank_columns"
+    assert loop(np.int64, box) == "rank_network"
+    assert loop(np.uint16, box, tuple(range(1, 169))) == "rank_histogram"  # a footprint
+    assert loop(np.float32, ((2, 2), (2, 2), (2, 2))) == "rank_network"  # a volume
+
+
+def test_keys_sort_as_numpy_sorts():
+    """:mod:`order`'s keys (in plain Python here; Numba compiles the same functions) sort
+    values as np.sort does, NaN last, and map back to the same bits (NaN to a NaN)."""
+    specials = [-np.inf, -1.5, -0.0, 0.0, 1e-40, 2.0, np.inf, np.nan, -np.nan]
+    for dtype in [np.float32, np.float64, np.int16, np.uint16, np.int32, np.uint32]:
+        dtype = np.dtype(dtype)
+        key = order.key_dtype(dtype)
+        lowest, highest = order.key_bounds(key)
+        if dtype.kind == "f":
+            values = np.concatenate([np.array(specials, dtype), frames(dtype, (200,))])
+        else:
+            info = np.iinfo(dtype)
+            values = np.concatenate([[info.min, info.max, 0], frames(dtype, (200,))]).astype(dtype)
+        keys = np.array([order.order_key(v, key.type) for v in values])
+        assert keys.min() > lowest and keys.max() < highest
+        by_key = values[np.argsort(keys, kind="stable")]
+        np.testing.assert_array_equal(by_key, np.sort(values))  # NaN compare equal here
+        back = np.array([order.from_order_key(k, dtype.type) for k in keys], dtype)
+        same = (back == values) | (np.isnan(back) & np.isnan(values)) if dtype.kind == "f" else back == values
+        assert same.all()
+    assert order.key_dtype(np.dtype(np.int64)) is None and order.key_dtype(np.dtype(bool)) is None
+
+
+def test_rows_split_across_threads():
+    """A call of over 2**20 elements splits its rows over the threads: each range builds its
+    columns from its own first row, mid-frame."""
+    x = frames(np.float32, (1031, 1024))
+    size = window((7, 5), [np.float32])
+    want = ndi.median_filter(x, size=size, mode="mirror")
+    for _ in range(2):  # the first call compiles on one thread, the second splits
+        np.testing.assert_array_equal(ndf.median_filter(x, size, mode="mirror"), want)
