@@ -1,7 +1,7 @@
-"""Ranks over 2-D boxes by sorted columns (``window_kernels.rank_sorted_columns``).
+"""Ranks over boxes by sorted columns (``window_kernels.rank_sorted_columns``).
 
-Float, 32-bit and big 16-bit 2-D boxes keep each column of the window sorted and move a
-split through them (:mod:`stencilpipe.stencils.order` gives the keys that sort). Oracles:
+2-D and 3-D boxes of floats and 32-bit integers, and big 2-D boxes of 16-bit integers, keep
+each column of the window sorted and move a split through them (:mod:`stencilpipe.stencils.order` gives the keys that sort). Oracles:
 scipy.ndimage per frame, and the k-th value of each ``np.pad`` window sorted by
 ``np.sort`` (NaN last) where scipy's own order is not a total one (NaN) or reads through
 float64 (uint32 above 2**53 is exact; int64 never takes this path).
@@ -107,7 +107,7 @@ def test_nan_ranks_above_infinity():
     """NaN (any sign and payload) sorts above +inf, as np.sort puts it (for ranks other
     than the minimum and maximum, which compare as scipy's do)."""
     x = frames(np.float32, (1, 30, 40))
-    x[RNG.random(x.shape) < 0.3] = np.nan
+    x[RNG.random(x.shape) < np.linspace(0.1, 0.9, 40)] = np.nan  # medians NaN on the right
     x[0, 3, :] = -np.float32(np.nan)
     x[0, 5, 7] = np.inf
     size = window((13, 13))
@@ -131,8 +131,9 @@ def test_output_dtype_and_dask_chunks():
 
 
 def test_which_windows_take_the_sorted_columns():
-    """Per the measured crossovers: floats and 32-bit integers above SORTED_ABOVE, 16-bit
-    above HISTOGRAM_ABOVE; 8-bit, 64-bit integers, footprints and volumes never."""
+    """Per the measured crossovers: 2-D and 3-D boxes of floats and 32-bit integers above
+    SORTED_ABOVE, 2-D boxes of 16-bit integers above HISTOGRAM_ABOVE; 8-bit, 64-bit
+    integers and footprints never."""
 
     def loop(dtype, reach, points=None):
         return RankWindow(reach, 1, points).loop_name(np.dtype(dtype))
@@ -145,7 +146,11 @@ def test_which_windows_take_the_sorted_columns():
     assert loop(np.uint8, box) == "rank_columns"
     assert loop(np.int64, box) == "rank_network"
     assert loop(np.uint16, box, tuple(range(1, 169))) == "rank_histogram"  # a footprint
-    assert loop(np.float32, ((2, 2), (2, 2), (2, 2))) == "rank_network"  # a volume
+    volume = ((1, 1), (1, 1), (1, 1))  # 3x3x3
+    assert loop(np.float32, volume) == "rank_sorted_columns"
+    assert loop(np.int32, volume) == "rank_sorted_columns"
+    assert loop(np.uint16, volume) == "rank_network"
+    assert loop(np.uint16, ((3, 3), (3, 3), (3, 3))) == "rank_histogram"
 
 
 def test_keys_sort_as_numpy_sorts():
@@ -179,3 +184,32 @@ def test_rows_split_across_threads():
     want = ndi.median_filter(x, size=size, mode="mirror")
     for _ in range(2):  # the first call compiles on one thread, the second splits
         np.testing.assert_array_equal(ndf.median_filter(x, size, mode="mirror"), want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+@pytest.mark.parametrize("mode", MODES)
+def test_volumes_equal_scipy(dtype, mode):
+    """The window goes back and forth through the planes and rows: boxes odd and even, flat
+    along an axis, wider than the volume; ranks other than the median."""
+    x = frames(dtype, (2, 9, 11, 13))
+    for size in [(3, 3, 3), (5, 2, 7), (1, 5, 7), (4, 3, 3), (11, 13, 3)]:
+        for frame in x:
+            want = ndi.median_filter(frame, size=size, mode=mode, cval=7)
+            got = ndf.median_filter(frame, size, mode=mode, cval=7)
+            np.testing.assert_array_equal(got, want, err_msg=f"{size}")
+    for rank in [1, 13, 25]:
+        want = ndi.rank_filter(x[0], rank, size=3, mode=mode, cval=7)
+        np.testing.assert_array_equal(ndf.rank_filter(x[0], rank, 3, mode=mode, cval=7), want)
+
+
+def test_volumes_split_across_threads_and_chunks():
+    """A volume of over 2**20 elements, its planes split over the threads (each range sorts
+    its columns afresh), and as Dask chunks."""
+    x = frames(np.float32, (17, 250, 250))
+    want = ndi.median_filter(x, size=3, mode="reflect")
+    for _ in range(2):
+        np.testing.assert_array_equal(ndf.median_filter(x, 3), want)
+    lazy = da.from_array(x[:, :60, :70], chunks=(5, 25, 30))
+    np.testing.assert_array_equal(
+        ndf.median_filter(lazy, 3).compute(), ndi.median_filter(x[:, :60, :70], size=3)
+    )

@@ -700,12 +700,13 @@ def rank_columns(x, out, cval, first, last, reach, kn, rank, mode, to, low):
 
 
 @inline
-def padded_keys(x, b, j0, cols, cval_key, keys):
-    """The order keys of row ``j0`` of frame ``b`` (-1: ``cval``) at the padded columns
-    ``cols`` (folded, -1 for ``cval``), into ``keys``."""
+def padded_keys(x, b, j0, j1, cols, cval_key, keys):
+    """The order keys of line ``(j0, j1)`` of frame ``b`` (-1: ``cval``) at the padded
+    columns ``cols`` (folded, -1 for ``cval``), into ``keys``."""
     for c in range(cols.size):
         j = cols[c]
-        keys[c] = cval_key if j0 < 0 or j < 0 else order_key(x[b, j0, 0, j], cval_key)
+        inside = j0 >= 0 and j1 >= 0 and j >= 0
+        keys[c] = order_key(x[b, j0, j1, j], cval_key) if inside else cval_key
 
 
 @inline
@@ -734,28 +735,87 @@ def replace_sorted(column, gone, new):
     column[i] = new
 
 
+@inline
+def replace_line(x, b, gone, new, cols, cval_key, gone_keys, new_keys, columns):
+    """Replace line ``gone`` (``(j0, j1)``, folded) of frame ``b`` by line ``new`` in every
+    sorted column."""
+    padded_keys(x, b, gone[0], gone[1], cols, cval_key, gone_keys)
+    padded_keys(x, b, new[0], new[1], cols, cval_key, new_keys)
+    for c in range(cols.size):
+        replace_sorted(columns[c], gone_keys[c], new_keys[c])
+
+
+@inline
+def select_along(columns, split, lower, upper, kn, rank, bounds, like, to, out_line):
+    """``out_line[j]`` = the key of ``rank`` among the sorted columns ``[j, j + kn)``, as a
+    value of ``like``'s type stored by :func:`store_as` (see :func:`rank_sorted_columns`);
+    ``bounds`` are the sentinels."""
+    lowest, highest = bounds
+    m = columns.shape[1] - 2
+    split[:kn] = 1
+    for c in range(kn):
+        lower[c], upper[c] = lowest, columns[c, 1]
+    below = 0
+    result = lowest
+    for j in range(out_line.size):
+        if j > 0:
+            below -= split[j - 1] - 1
+            c = j + kn - 1
+            smaller = 0
+            for r in range(1, m + 1):
+                smaller += columns[c, r] < result
+            split[c] = 1 + smaller
+            lower[c], upper[c] = columns[c, smaller], columns[c, smaller + 1]
+            below += smaller
+        if below > rank:
+            # The largest key below the split, moved above it, is the smallest there.
+            while below > rank:
+                result, at = lowest, j
+                for c in range(j, j + kn):
+                    if lower[c] > result:
+                        result, at = lower[c], c
+                split[at] -= 1
+                upper[at], lower[at] = result, columns[at, split[at] - 1]
+                below -= 1
+        else:
+            while below < rank:
+                least, at = highest, j
+                for c in range(j, j + kn):
+                    if upper[c] < least:
+                        least, at = upper[c], c
+                split[at] += 1
+                lower[at], upper[at] = least, columns[at, split[at]]
+                below += 1
+            result = highest
+            for c in range(j, j + kn):
+                result = min(result, upper[c])
+        out_line[j] = store_as(from_order_key(result, like), to)
+
+
 @jit
 def rank_sorted_columns(x, out, cval, first, last, reach, kn, rank, mode, to, lowest, highest):
-    """As :func:`rank_network` for a 2-D box of any dtype with order keys
-    (:mod:`.order`), in time that grows with the box's width, not its area: each padded
-    column keeps its window's rows sorted (one key replaced per row), and the window's
-    ``rank`` smallest keys are, per column, a prefix of it (``split``). Stepping along the
-    row drops one column's prefix and adds the new column's keys below the last result;
-    the rank then moves by at most the column's height, one key at a time (the largest
-    below the split up, or the smallest above it down), and the result is the smallest
-    key above the split.
+    """As :func:`rank_network` for a 2-D or 3-D box of any dtype with order keys
+    (:mod:`.order`), in time that grows with the box's width, not its size: each padded
+    column of the window (its elements at one place along the last axis) is kept sorted,
+    and the window's ``rank`` smallest keys are, per column, a prefix of it (``split``).
+    Stepping along the line drops one column's prefix and adds the new column's keys below
+    the last result; the rank then moves by at most the column's height, one key at a time
+    (the largest below the split up, or the smallest above it down), and the result is the
+    smallest key above the split. The window moves between lines by one line of the box
+    replaced per column and plane (``a1``), back and forth through each frame's planes and
+    rows, and is sorted from scratch only at the start of each range of rows.
 
-    ``x`` and ``out`` are ``(batch, a0, 1, n)``; ``lowest`` and ``highest`` are the
+    ``x`` and ``out`` are ``(batch, a0, a1, n)``; ``lowest`` and ``highest`` are the
     sentinels below and above every key, of the key type. NaN ranks above ``inf``, as in
     ``np.sort``."""
-    a0, n = x.shape[1], x.shape[3]
-    b0, k0, bn = reach[0], reach[1], reach[4]
+    a0, a1, n = x.shape[1], x.shape[2], x.shape[3]
+    b0, k0, b1, k1, bn = reach
     span = n + kn - 1
     cols = np.empty(span, np.intp)
     for c in range(span):
         cols[c] = fold(c - bn, n, mode)
-    columns = np.full((span, k0 + 2), lowest)
-    columns[:, k0 + 1] = highest
+    columns = np.full((span, k0 * k1 + 2), lowest)
+    columns[:, -1] = highest
     split = np.empty(span, np.intp)
     lower, upper = np.full(span, lowest), np.full(span, lowest)  # each column's keys by the split
     gone_keys, new_keys = np.full(span, lowest), np.full(span, lowest)
@@ -764,54 +824,40 @@ def rank_sorted_columns(x, out, cval, first, last, reach, kn, rank, mode, to, lo
     while t < last:
         b, top = t // a0, t % a0
         bottom = min(a0, top + last - t)
-        for q in range(k0):
-            padded_keys(x, b, fold(top - b0 + q, a0, mode), cols, cval_key, new_keys)
-            for c in range(span):
-                insert_sorted(columns[c], q, new_keys[c])
-        for i in range(top, bottom):
-            if i > top:
-                padded_keys(x, b, fold(i - b0 - 1, a0, mode), cols, cval_key, gone_keys)
-                padded_keys(x, b, fold(i - b0 + k0 - 1, a0, mode), cols, cval_key, new_keys)
-                for c in range(span):
-                    replace_sorted(columns[c], gone_keys[c], new_keys[c])
-            split[:kn] = 1
-            for c in range(kn):
-                lower[c], upper[c] = lowest, columns[c, 1]
-            below = 0
-            result = lowest
-            for j in range(n):
-                if j > 0:
-                    below -= split[j - 1] - 1
-                    c = j + kn - 1
-                    smaller = 0
-                    for r in range(1, k0 + 1):
-                        smaller += columns[c, r] < result
-                    split[c] = 1 + smaller
-                    lower[c], upper[c] = columns[c, smaller], columns[c, smaller + 1]
-                    below += smaller
-                if below > rank:
-                    # The largest key below the split, moved above it, is the smallest there.
-                    while below > rank:
-                        result, at = lowest, j
-                        for c in range(j, j + kn):
-                            if lower[c] > result:
-                                result, at = lower[c], c
-                        split[at] -= 1
-                        upper[at], lower[at] = result, columns[at, split[at] - 1]
-                        below -= 1
-                else:
-                    while below < rank:
-                        least, at = highest, j
-                        for c in range(j, j + kn):
-                            if upper[c] < least:
-                                least, at = upper[c], c
-                        split[at] += 1
-                        lower[at], upper[at] = least, columns[at, split[at]]
-                        below += 1
-                    result = highest
-                    for c in range(j, j + kn):
-                        result = min(result, upper[c])
-                out[b, i, 0, j] = store_as(from_order_key(result, cval), to)
+        for i0 in range(top, bottom):
+            forward = (i0 - top) % 2 == 0
+            for s in range(a1):
+                i1 = s if forward else a1 - 1 - s
+                if i0 == top and s == 0:
+                    for q0 in range(k0):
+                        j0 = fold(i0 - b0 + q0, a0, mode)
+                        for q1 in range(k1):
+                            j1 = fold(i1 - b1 + q1, a1, mode)
+                            padded_keys(x, b, j0, j1, cols, cval_key, new_keys)
+                            for c in range(span):
+                                insert_sorted(columns[c], q0 * k1 + q1, new_keys[c])
+                elif s == 0:  # one plane down: each row of the box's first plane leaves
+                    gone0, new0 = fold(i0 - 1 - b0, a0, mode), fold(i0 - 1 - b0 + k0, a0, mode)
+                    for q1 in range(k1):
+                        j1 = fold(i1 - b1 + q1, a1, mode)
+                        line_gone, line_new = (gone0, j1), (new0, j1)
+                        replace_line(
+                            x, b, line_gone, line_new, cols, cval_key, gone_keys, new_keys, columns
+                        )
+                else:  # one row on, forward or back: a row of each plane leaves
+                    step = 1 if forward else -1
+                    edge = i1 - step - b1 + (0 if forward else k1 - 1)
+                    gone1, new1 = fold(edge, a1, mode), fold(edge + step * k1, a1, mode)
+                    for q0 in range(k0):
+                        j0 = fold(i0 - b0 + q0, a0, mode)
+                        line_gone, line_new = (j0, gone1), (j0, new1)
+                        replace_line(
+                            x, b, line_gone, line_new, cols, cval_key, gone_keys, new_keys, columns
+                        )
+                bounds = (lowest, highest)
+                select_along(
+                    columns, split, lower, upper, kn, rank, bounds, cval, to, out[b, i0, i1]
+                )
         t += bottom - top
 
 

@@ -4,7 +4,7 @@ A per-point kernel of a 15x15 median holds 225 values and thousands of
 compare-exchanges: minutes of compiling, and time that grows with the window's
 area. :class:`ExtremumPass` (a minimum or maximum along one axis, van
 Herk/Gil-Werman) and :class:`RankWindow` (any rank over a window: sorted columns for
-2-D boxes, a sliding histogram for other 8/16-bit windows, a selection network run as
+2-D and 3-D boxes, a sliding histogram for other 8/16-bit windows, a selection network run as
 data for the rest) are loops written once
 (:mod:`.window_kernels`), compiled once per dtype, whatever the window.
 
@@ -459,7 +459,10 @@ HISTOGRAM_ABOVE = 150
 #: histogram / sorted, ms): float32 5x5 63 / 40, 3x7 51 / 33, 7x7 150 / 49, 13x13 1055 /
 #: 62, 21x21 2832 / 99, 1x15 24 / 26, 1x31 73 / 38; uint16 (network up to 150 elements,
 #: then the histogram) 7x7 17 / 40, 11x11 71 / 64, 13x13 147 / 59, 21x21 228 / 86, 11x15 115
-#: / 54, 41x5 397 / 80, 5x41 95 / 109, 3x31 42 / 55.
+#: / 54, 41x5 397 / 80, 5x41 95 / 109, 3x31 42 / 55. 3-D boxes of floats and 32-bit integers
+#: too ((32, 256, 256), ms: float32 3x3x3 164 / 159, 5x5x5 1091 / 350, 7x7x7 5078 / 668),
+#: not of 16-bit ones (histogram or network / sorted: 3x3x3 21 / 144, 5x5x5 149 / 309,
+#: 7x7x7 594 / 660).
 SORTED_ABOVE = 20
 
 
@@ -479,11 +482,12 @@ class RankWindow(BoxPass):
         the whole box.
 
     The minimum or maximum by one comparison per point
-    (:func:`.window_kernels.extremum_points`); other ranks over 2-D boxes of floats and
-    of 16- and 32-bit integers by sorted columns above :data:`SORTED_ABOVE` elements
-    (16-bit: :data:`HISTOGRAM_ABOVE`), by a sliding histogram for other 8/16-bit windows
-    above :data:`HISTOGRAM_ABOVE` elements (column histograms, constant time per point,
-    for 8-bit 2-D boxes), else by a selection network for ``rank`` run as data
+    (:func:`.window_kernels.extremum_points`); other ranks over 2-D and 3-D boxes of
+    floats and 32-bit integers by sorted columns above :data:`SORTED_ABOVE` elements (and
+    over 2-D boxes of 16-bit integers above :data:`HISTOGRAM_ABOVE`), by a sliding
+    histogram for other 8/16-bit windows above :data:`HISTOGRAM_ABOVE` elements (column
+    histograms, constant time per point, for 8-bit 2-D boxes), else by a selection network
+    for ``rank`` run as data
     (:func:`.window_kernels.rank_network`): each compiles once per dtype, whatever the
     window (:meth:`loop_name` says which).
     """
@@ -521,8 +525,11 @@ class RankWindow(BoxPass):
         if self.rank in (0, self.size - 1):
             return "extremum_points"
         box = len(self.reach) == 2 and self.points is None
-        if box and key_dtype(dtype) is not None and dtype.itemsize > 1:
-            if self.size > (HISTOGRAM_ABOVE if dtype.itemsize == 2 else SORTED_ABOVE):
+        if self.points is None and key_dtype(dtype) is not None and dtype.itemsize > 1:
+            wide = dtype.itemsize > 2  # 16-bit: only 2-D boxes, above the histogram's start
+            if (box or (wide and len(self.reach) == 3)) and self.size > (
+                SORTED_ABOVE if wide else HISTOGRAM_ABOVE
+            ):
                 return "rank_sorted_columns"
         if dtype.itemsize <= 2 and dtype.kind in "iub" and self.size > HISTOGRAM_ABOVE:
             if dtype.itemsize == 1 and box and self.size < 1 << 16:
