@@ -42,8 +42,8 @@ def sorted_windows_rank(stack, size, rank, mode, cval):
 
 def window(size, dtypes=SORTED_DTYPES):
     """``size``, checked to be one the sorted columns take for every dtype of ``dtypes``."""
+    reach = tuple((s // 2, s - 1 - s // 2) for s in size)
     for dtype in dtypes:
-        reach = tuple((s // 2, s - 1 - s // 2) for s in size)
         assert RankWindow(reach, 1).loop_name(np.dtype(dtype)) == "rank_sorted_columns"
     return size
 
@@ -131,9 +131,9 @@ def test_output_dtype_and_dask_chunks():
 
 
 def test_which_windows_take_the_sorted_columns():
-    """Per the measured crossovers: 2-D and 3-D boxes of floats and 32-bit integers above
-    SORTED_ABOVE, 2-D boxes of 16-bit integers above HISTOGRAM_ABOVE; 8-bit, 64-bit
-    integers and footprints never."""
+    """Per the measured crossovers (SORTED_ABOVE): 2-D and 3-D boxes of floats and 32-bit
+    integers, 2-D boxes of 16-bit integers; 8-bit, 64-bit integers, footprints and lines
+    never."""
 
     def loop(dtype, reach, points=None):
         return RankWindow(reach, 1, points).loop_name(np.dtype(dtype))
@@ -141,16 +141,18 @@ def test_which_windows_take_the_sorted_columns():
     box = ((6, 6), (6, 6))  # 13x13
     for dtype in [np.float32, np.float64, np.int32, np.uint32, np.int16, np.uint16]:
         assert loop(dtype, box) == "rank_sorted_columns"
-    assert loop(np.float32, ((2, 2), (2, 2))) == "rank_sorted_columns"  # 25 elements
-    assert loop(np.uint16, ((2, 2), (2, 2))) == "rank_network"
+    five = ((2, 2), (2, 2))  # 5x5: 32-bit values' network vectorises, 64-bit ones' does not
+    assert loop(np.float64, five) == "rank_sorted_columns"
+    assert loop(np.float32, five) == loop(np.int32, five) == loop(np.uint16, five) == "rank_network"
     assert loop(np.uint8, box) == "rank_columns"
     assert loop(np.int64, box) == "rank_network"
     assert loop(np.uint16, box, tuple(range(1, 169))) == "rank_histogram"  # a footprint
-    volume = ((1, 1), (1, 1), (1, 1))  # 3x3x3
-    assert loop(np.float32, volume) == "rank_sorted_columns"
-    assert loop(np.int32, volume) == "rank_sorted_columns"
-    assert loop(np.uint16, volume) == "rank_network"
-    assert loop(np.uint16, ((3, 3), (3, 3), (3, 3))) == "rank_histogram"
+    assert loop(np.float32, box, tuple(range(1, 169))) == "rank_network"
+    small, big = ((1, 1), (1, 1), (1, 1)), ((3, 3), (3, 3), (3, 3))  # 3x3x3, 7x7x7
+    assert loop(np.float64, small) == loop(np.float32, big) == "rank_sorted_columns"
+    assert loop(np.float32, small) == loop(np.uint16, small) == "rank_network"
+    assert loop(np.uint16, big) == "rank_histogram"
+    assert loop(np.float64, ((10, 10),)) == "rank_network"  # a line
 
 
 def test_keys_sort_as_numpy_sorts():
@@ -180,7 +182,7 @@ def test_rows_split_across_threads():
     """A call of over 2**20 elements splits its rows over the threads: each range builds its
     columns from its own first row, mid-frame."""
     x = frames(np.float32, (1031, 1024))
-    size = window((7, 5), [np.float32])
+    size = window((9, 9), [np.float32])
     want = ndi.median_filter(x, size=size, mode="mirror")
     for _ in range(2):  # the first call compiles on one thread, the second splits
         np.testing.assert_array_equal(ndf.median_filter(x, size, mode="mirror"), want)
@@ -192,21 +194,27 @@ def test_volumes_equal_scipy(dtype, mode):
     """The window goes back and forth through the planes and rows: boxes odd and even, flat
     along an axis, wider than the volume; ranks other than the median."""
     x = frames(dtype, (2, 9, 11, 13))
-    for size in [(3, 3, 3), (5, 2, 7), (1, 5, 7), (4, 3, 3), (11, 13, 3)]:
+    sizes = [(3, 3, 3), (5, 2, 7), (1, 5, 7), (4, 3, 3), (5, 5, 8), (11, 13, 3)]
+    if dtype == np.float64:
+        sizes = [window(size, [dtype]) for size in sizes]
+    else:
+        sizes[-2:] = [window(size, [dtype]) for size in sizes[-2:]]
+    for size in sizes:
         for frame in x:
             want = ndi.median_filter(frame, size=size, mode=mode, cval=7)
             got = ndf.median_filter(frame, size, mode=mode, cval=7)
             np.testing.assert_array_equal(got, want, err_msg=f"{size}")
-    for rank in [1, 13, 25]:
-        want = ndi.rank_filter(x[0], rank, size=3, mode=mode, cval=7)
-        np.testing.assert_array_equal(ndf.rank_filter(x[0], rank, 3, mode=mode, cval=7), want)
+    for rank in [1, 100, 198]:
+        want = ndi.rank_filter(x[0], rank, size=(5, 5, 8), mode=mode, cval=7)
+        got = ndf.rank_filter(x[0], rank, (5, 5, 8), mode=mode, cval=7)
+        np.testing.assert_array_equal(got, want)
 
 
 def test_volumes_split_across_threads_and_chunks():
     """A volume of over 2**20 elements, its planes split over the threads (each range sorts
     its columns afresh), and as Dask chunks."""
-    x = frames(np.float32, (17, 250, 250))
-    want = ndi.median_filter(x, size=3, mode="reflect")
+    x = frames(np.float64, (17, 250, 250))
+    want = ndi.median_filter(x, size=window((3, 3, 3), [np.float64]), mode="reflect")
     for _ in range(2):
         np.testing.assert_array_equal(ndf.median_filter(x, 3), want)
     lazy = da.from_array(x[:, :60, :70], chunks=(5, 25, 30))

@@ -49,9 +49,9 @@ def _flip(bits: int, width: int) -> int:
 
 def order_key(value, key):
     """The key of ``value`` (a NumPy scalar) in the key type ``key`` stands for (a type or a
-    value of it)."""
+    value of it); a float key type keeps the value (no ordering of its own)."""
     kind = key if isinstance(key, type) else type(key)
-    if isinstance(value, np.floating):
+    if isinstance(value, np.floating) and not issubclass(kind, np.floating):
         if np.isnan(value):
             value = value.dtype.type(np.nan)
         bits = np.array(value).view(_BITS[value.itemsize])[()]
@@ -63,7 +63,7 @@ def from_order_key(key, value):
     """The value of type ``value`` stands for (a type or a value of it) whose key is ``key``."""
     kind = value if isinstance(value, type) else type(value)
     dtype = np.dtype(kind)
-    if dtype.kind == "f":
+    if dtype.kind == "f" and not isinstance(key, np.floating):
         bits = _BITS[dtype.itemsize](_flip(int(key), 8 * dtype.itemsize))
         return np.array(bits).view(dtype)[()]
     return kind(key)
@@ -77,7 +77,7 @@ def _scalar(numba_type: types.Type) -> types.Type:
 @overload(order_key, target="generic")
 def _order_key(value, key):
     kind = as_dtype(_scalar(key)).type
-    if not isinstance(value, types.Float):
+    if not isinstance(value, types.Float) or isinstance(_scalar(key), types.Float):
         return lambda value, key: kind(value)
     width = value.bitwidth
     bits, real = _BITS[width // 8], as_dtype(value).type
@@ -97,7 +97,7 @@ def _order_key(value, key):
 def _from_order_key(key, value):
     out = _scalar(value)
     kind = as_dtype(out).type
-    if not isinstance(out, types.Float):
+    if not isinstance(out, types.Float) or isinstance(key, types.Float):
         return lambda key, value: kind(key)
     width = out.bitwidth
     bits = _BITS[width // 8]

@@ -478,7 +478,7 @@ NETWORK_BLOCK = 128
 
 
 @jit
-def rank_network(x, out, cval, first, last, reach, kn, rank, mode, to, points, pairs):
+def rank_network(x, out, cval, first, last, reach, kn, rank, mode, to, points, pairs, key):
     """``out[b, i0, i1, i]`` = the value of ``rank`` among the window around it, by a
     selection network given as data.
 
@@ -488,11 +488,13 @@ def rank_network(x, out, cval, first, last, reach, kn, rank, mode, to, points, p
     window's places in the box (flat, C order). ``pairs`` (the compare-exchanges,
     ``(count, 2)``) run in a loop, each over a block of a row's points at once, which
     vectorises. Compiled once per dtype whatever the network, where a network written
-    out per window compiles for 10-25 s (7x7) and runs about as fast."""
+    out per window compiles for 10-25 s (7x7) and runs about as fast. The network sorts
+    order keys of type ``key``'s (:mod:`.order`; a float's compare-exchanges in place do
+    not vectorise, an integer's do: pass a value of ``x``'s own type for integers)."""
     a0, a1, n = x.shape[1], x.shape[2], x.shape[3]
     lines = reach[1] * reach[3]
     values = np.empty((lines, n + kn - 1), x.dtype)
-    work = np.empty((points.size, NETWORK_BLOCK), x.dtype)
+    work = np.full((points.size, NETWORK_BLOCK), key)
     for t in range(first, last):
         b, i0 = t // a0, t % a0
         for i1 in range(a1):
@@ -501,14 +503,16 @@ def rank_network(x, out, cval, first, last, reach, kn, rank, mode, to, points, p
                 m = min(NETWORK_BLOCK, n - start)
                 for k in range(points.size):
                     q, r = points[k] // kn, points[k] % kn
-                    copy(values[q, start + r : start + r + m], work[k, :m])
+                    line, keys = values[q, start + r : start + r + m], work[k]
+                    for i in range(m):
+                        keys[i] = order_key(line[i], key)
                 for p in range(pairs.shape[0]):
                     low, high = work[pairs[p, 0]], work[pairs[p, 1]]
                     for i in range(m):
                         u, v = low[i], high[i]
                         low[i], high[i] = min(u, v), max(u, v)
                 for i in range(m):
-                    out[b, i0, i1, start + i] = store_as(work[rank, i], to)
+                    out[b, i0, i1, start + i] = store_as(from_order_key(work[rank, i], cval), to)
 
 
 #: log2 of the width of :func:`rank_histogram`'s middle bins.

@@ -446,24 +446,28 @@ def box_frames(array: np.ndarray, ndim: int) -> np.ndarray:
 #: 8- and 16-bit windows of more elements than this select with a sliding histogram, others
 #: with a selection network run as data. Measured (512x512 frames, (32, 128, 128) stacks,
 #: 2 threads, loaded machine; network / histogram): uint8 9x9 6.7 / 12 ms, 15x15 24 / 16,
-#: 7x7x7 188 / 81; uint16 9x9 12 / 30, 5x5x5 68 / 133, 15x15 58 / 33. Other dtypes always
-#: take the network (float32 15x15: 123 ms against 1.1 s for quickselect). 8-bit 2-D boxes
+#: 7x7x7 188 / 81; uint16 9x9 12 / 30, 5x5x5 68 / 133, 15x15 58 / 33. Other dtypes take
+#: the network or sorted columns (:data:`SORTED_ABOVE`). 8-bit 2-D boxes
 #: take column histograms (:func:`.window_kernels.rank_columns`) instead; 2048x2048 uint8,
 #: 2 threads, loaded, network / columns: 7x7 55 / 215 ms, 9x9 108 / 201, 11x11 156 / 190.
 #: 16-bit 2-D boxes above it take sorted columns (:data:`SORTED_ABOVE`).
 HISTOGRAM_ABOVE = 150
 
-#: 2-D boxes of floats and 32-bit integers of more elements than this select by sorted
-#: columns (:func:`.window_kernels.rank_sorted_columns`); 16-bit ones above
-#: :data:`HISTOGRAM_ABOVE`. Measured (1024x1024, 2 threads, one process; network or
-#: histogram / sorted, ms): float32 5x5 63 / 40, 3x7 51 / 33, 7x7 150 / 49, 13x13 1055 /
-#: 62, 21x21 2832 / 99, 1x15 24 / 26, 1x31 73 / 38; uint16 (network up to 150 elements,
-#: then the histogram) 7x7 17 / 40, 11x11 71 / 64, 13x13 147 / 59, 21x21 228 / 86, 11x15 115
-#: / 54, 41x5 397 / 80, 5x41 95 / 109, 3x31 42 / 55. 3-D boxes of floats and 32-bit integers
-#: too ((32, 256, 256), ms: float32 3x3x3 164 / 159, 5x5x5 1091 / 350, 7x7x7 5078 / 668),
-#: not of 16-bit ones (histogram or network / sorted: 3x3x3 21 / 144, 5x5x5 149 / 309,
-#: 7x7x7 594 / 660).
-SORTED_ABOVE = 20
+#: Elements above which 2-D and 3-D boxes (the pair's first and second) select by sorted
+#: columns (:func:`.window_kernels.rank_sorted_columns`), by the dtype's item size: 16-bit
+#: 2-D boxes above :data:`HISTOGRAM_ABOVE`; 32-bit ones (floats as int32 keys) run the
+#: network vectorised 8 wide below; 64-bit ones (no packed 64-bit min/max in AVX2)
+#: scarcely. Measured (1024x1024 and (32, 128, 128), 2 threads, one process; network /
+#: sorted, ms): float32 5x5 13 / 39, 7x7 37 / 48, 8x8 51 / 58, 9x9 77 / 64, 5x15 76 / 53,
+#: 13x13 235 / 74, 3x3x3 18 / 82, 5x5x5 130 / 179, 5x5x7 190 / 193, 7x7x7 589 / 281;
+#: int32 alike; float64 5x5 81 / 41, 3x3x3 70 / 80, 5x5x5 693 / 186; uint16 (network up to
+#: 150 elements, then the histogram) 7x7 17 / 40, 11x11 71 / 64, 13x13 147 / 59, 21x21
+#: 228 / 86, 41x5 397 / 80, 5x41 95 / 109, 3x3x3 21 / 144, 7x7x7 594 / 660.
+SORTED_ABOVE: dict[int, tuple[int | None, int | None]] = {
+    2: (HISTOGRAM_ABOVE, None),
+    4: (64, 175),
+    8: (20, 20),
+}
 
 
 @dataclass(frozen=True)
@@ -483,7 +487,7 @@ class RankWindow(BoxPass):
 
     The minimum or maximum by one comparison per point
     (:func:`.window_kernels.extremum_points`); other ranks over 2-D and 3-D boxes of
-    floats and 32-bit integers by sorted columns above :data:`SORTED_ABOVE` elements (and
+    floats and 32-bit integers by sorted columns above :data:`SORTED_ABOVE`'s sizes (and
     over 2-D boxes of 16-bit integers above :data:`HISTOGRAM_ABOVE`), by a sliding
     histogram for other 8/16-bit windows above :data:`HISTOGRAM_ABOVE` elements (column
     histograms, constant time per point, for 8-bit 2-D boxes), else by a selection network
@@ -525,11 +529,9 @@ class RankWindow(BoxPass):
         if self.rank in (0, self.size - 1):
             return "extremum_points"
         box = len(self.reach) == 2 and self.points is None
-        if self.points is None and key_dtype(dtype) is not None and dtype.itemsize > 1:
-            wide = dtype.itemsize > 2  # 16-bit: only 2-D boxes, above the histogram's start
-            if (box or (wide and len(self.reach) == 3)) and self.size > (
-                SORTED_ABOVE if wide else HISTOGRAM_ABOVE
-            ):
+        if self.points is None and len(self.reach) > 1 and key_dtype(dtype) is not None:
+            above = SORTED_ABOVE.get(dtype.itemsize, (None, None))[len(self.reach) - 2]
+            if above is not None and self.size > above:
                 return "rank_sorted_columns"
         if dtype.itemsize <= 2 and dtype.kind in "iub" and self.size > HISTOGRAM_ABOVE:
             if dtype.itemsize == 1 and box and self.size < 1 << 16:
@@ -561,7 +563,9 @@ class RankWindow(BoxPass):
             extra = (self._runs(kn), low, 4 * dtype.itemsize, middling)
         else:
             pairs = np.array(_selection_network(self.size, self.rank), np.intp).reshape(-1, 2)
-            extra = (self._places().astype(np.intp), pairs)
+            # Floats sort as integer keys (their compare-exchanges vectorise), others as read.
+            key = (key_dtype(dtype) if dtype.kind == "f" else None) or dtype
+            extra = (self._places().astype(np.intp), pairs, key.type(0))
 
         def call(x, out, cval, start, stop, to):
             xs, outs = box_frames(x, ndim), box_frames(out, ndim)
