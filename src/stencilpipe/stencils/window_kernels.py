@@ -5,7 +5,7 @@ area: a minimum or maximum over a small or medium 2-D box is one pass over memor
 (:func:`extremum_box`: the box's rows compared into a row buffer, then along it by
 doubling), over longer windows one pass per axis of van Herk/Gil-Werman (three
 comparisons per element whatever the window's length); a rank (the median) over a 2-D
-box keeps the window's columns sorted and moves a split through them (floats, 16- and
+or 3-D box keeps the window's columns sorted and moves a split through them (floats, 16- and
 32-bit integers), slides a histogram along each line for other 8/16-bit windows, as
 OpenCV's ``medianBlur`` does (2 updates per window row and step), and runs a selection
 network, given as data, over blocks of points for the rest. None of them is specialised on the
@@ -824,6 +824,7 @@ def rank_sorted_columns(x, out, cval, first, last, reach, kn, rank, mode, to, lo
     lower, upper = np.full(span, lowest), np.full(span, lowest)  # each column's keys by the split
     gone_keys, new_keys = np.full(span, lowest), np.full(span, lowest)
     cval_key = order_key(cval, lowest)
+    bounds = (lowest, highest)
     t = first
     while t < last:
         b, top = t // a0, t % a0
@@ -858,7 +859,6 @@ def rank_sorted_columns(x, out, cval, first, last, reach, kn, rank, mode, to, lo
                         replace_line(
                             x, b, line_gone, line_new, cols, cval_key, gone_keys, new_keys, columns
                         )
-                bounds = (lowest, highest)
                 select_along(
                     columns, split, lower, upper, kn, rank, bounds, cval, to, out[b, i0, i1]
                 )
