@@ -571,7 +571,10 @@ def median(size: int | Sequence[int] = 3, *, ndim: int = 2, **options: Any) -> S
     of a Batcher sorting network that the median depends on, on values held in
     local variables, so it needs no memory and vectorises. On the CPU a 3x3 median (or a
     (1, 3, 3) one) runs :class:`~stencilpipe.stencils.windows.BoxMedian3` instead (Paeth's
-    median of three sorted columns, in registers).
+    median of three sorted columns, in registers), and windows of more elements than
+    ``WINDOW_PASSES_ABOVE["median"]`` a window loop
+    (:class:`~stencilpipe.stencils.windows.RankWindow`: sorted columns, a histogram or a
+    network run as data, compiled once per dtype).
     """
     window = _window(size, ndim)
     offsets = list(itertools.product(*(range(first, last + 1) for first, last in window)))

@@ -253,8 +253,10 @@ def _rank_window(offsets: tuple[Offset, ...], rank: int) -> RankWindow:
 def window_rank_kernel(offsets: tuple[Offset, ...], rank: int, store: np.dtype) -> Stencil:
     """The ``rank``-th smallest value over ``offsets`` (up to 3 axes), for an input of dtype
     ``store``: the CPU runs a window loop of :mod:`stencilpipe.stencils.windows`, compiled
-    once per dtype whatever the window (a selection network run as data, or a sliding
-    histogram for big 8/16-bit windows); the GPU a counting kernel for a box, else
+    once per dtype whatever the window (sorted columns for big boxes, a selection network
+    run as data, or a sliding histogram for big 8/16-bit windows: see
+    :meth:`~stencilpipe.stencils.windows.RankWindow.loop_name`); the GPU a counting kernel
+    for a box, else
     :func:`rank_kernel`'s."""
     window = _rank_window(offsets, rank)
     if window.points is None:
