@@ -104,13 +104,11 @@ def one_read_unconverted(x):
 
 
 def converted(stencil: sp.Stencil, dtype):
-    """The accumulator of ``stencil``'s converted sums (its body as the compiler merges
-    it), or None."""
-    from stencilpipe.stencils.dtypes import converted_accumulator
-    from stencilpipe.stencils.rewrite import _MergeConversions
+    """The accumulator the compiler narrows ``stencil``'s body to on ``dtype`` input, or None."""
+    from stencilpipe.stencils.rewrite import _narrowed
 
-    body = [_MergeConversions().visit(copy.deepcopy(s)) for s in stencil.info.body]
-    return converted_accumulator(body, {a: np.dtype(dtype) for a in stencil.info.array_params})
+    body = copy.deepcopy(stencil.info.body)
+    return _narrowed(body, {a: np.dtype(dtype) for a in stencil.info.array_params})[1]
 
 
 def test_converted_reads_add_in_int32_where_range_analysis_proves_it():
