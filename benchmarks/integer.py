@@ -63,12 +63,24 @@ def _per_frame(call: Callable[[np.ndarray], object]) -> Callable[[np.ndarray], N
 
 def _drop_in(call: Callable[..., object]) -> Callable[..., None]:
     """A ``stencilpipe.ndfilters`` function run as the tables run a filter, ``f(x, out=o)``,
-    frame by frame: on a stack scipy's filters would filter across its frames too."""
+    frame by frame: on a stack scipy's prewitt would filter across its frames too (it has
+    no ``axes``)."""
 
     def run(x: np.ndarray, out: np.ndarray) -> None:
         frames = zip(x.reshape(-1, *x.shape[-2:]), out.reshape(-1, *out.shape[-2:]))
         for frame, target in frames:
             call(frame, output=target)
+
+    return run
+
+
+def _over_frames(call: Callable[..., object]) -> Callable[..., None]:
+    """A ``stencilpipe.ndfilters`` function that takes ``axes``, run as the tables run a
+    filter: one call on the frame or the whole stack, ``axes=(-2, -1)`` filtering each
+    frame alone, as a scipy user filters a stack frame by frame."""
+
+    def run(x: np.ndarray, out: np.ndarray) -> None:
+        call(x, output=out, axes=(-2, -1))
 
     return run
 
@@ -134,12 +146,12 @@ def filters(
             lambda f: ndi.prewitt(f, 0),
         ),
         "ndfilters correlate 3x3": (
-            _drop_in(lambda f, output: ndf.correlate(f, SHARPEN, output=output)),
+            _over_frames(lambda x, **kw: ndf.correlate(x, SHARPEN, **kw)),
             lambda f: cv2.filter2D(f, same, SHARPEN, borderType=REFLECT),
             lambda f: ndi.correlate(f, SHARPEN),
         ),
         "ndfilters rank 4 of 3x3 (nearest)": (
-            _drop_in(lambda f, output: ndf.rank_filter(f, 4, 3, mode="nearest", output=output)),
+            _over_frames(lambda x, **kw: ndf.rank_filter(x, 4, 3, mode="nearest", **kw)),
             lambda f: cv2.medianBlur(f, 3),
             lambda f: ndi.rank_filter(f, 4, 3, mode="nearest"),
         ),

@@ -17,6 +17,8 @@ import random
 import time
 from collections.abc import Callable, Mapping
 
+import llvmlite.binding
+
 
 def interleaved(
     candidates: Mapping[str, Callable[[], object]],
@@ -40,6 +42,8 @@ def interleaved(
 
 
 def load() -> str:
-    """The machine: cores and load averages (1, 5, 15 minutes)."""
+    """The machine: cores, their model as LLVM names it (the code Numba generates for them
+    differs: AVX2, AVX-512) and load averages (1, 5, 15 minutes)."""
     one, five, fifteen = os.getloadavg()
-    return f"{os.cpu_count()} cores, load {one:.1f} / {five:.1f} / {fifteen:.1f}"
+    model = llvmlite.binding.get_host_cpu_name()
+    return f"{os.cpu_count()} cores ({model}), load {one:.1f} / {five:.1f} / {fifteen:.1f}"
