@@ -97,6 +97,17 @@ class _Unknown(Exception):
     """The body does something range analysis does not follow."""
 
 
+def array_read(node: ast.AST, arrays: dict[str, np.dtype]) -> str | None:
+    """The name of the array of ``arrays`` whose element ``node`` reads (``x[...]``), or None."""
+    if (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Name)
+        and node.value.id in arrays
+    ):
+        return node.value.id
+    return None
+
+
 class _Ranges:
     """Interval of every value a straight-line integer kernel body computes."""
 
@@ -142,12 +153,8 @@ class _Ranges:
             return node.value, node.value
         if isinstance(node, ast.Name) and node.id in self.locals:
             return self.locals[node.id]
-        if (
-            isinstance(node, ast.Subscript)
-            and isinstance(node.value, ast.Name)
-            and node.value.id in self.arrays
-        ):
-            info = np.iinfo(self.arrays[node.value.id])
+        if (array := array_read(node, self.arrays)) is not None:
+            info = np.iinfo(self.arrays[array])
             return int(info.min), int(info.max)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
             lo, hi = self.value(node.operand)
@@ -207,14 +214,7 @@ def converted_accumulator(body: list[ast.stmt], arrays: dict[str, np.dtype]) -> 
         return None
     conversions = [node for s in body for node in ast.walk(s) if is_conversion(node)]
     inside = {id(node) for c in conversions for node in ast.walk(c.args[0])}
-    reads = [
-        node
-        for s in body
-        for node in ast.walk(s)
-        if isinstance(node, ast.Subscript)
-        and isinstance(node.value, ast.Name)
-        and node.value.id in arrays
-    ]
+    reads = [node for s in body for node in ast.walk(s) if array_read(node, arrays) is not None]
     if not conversions or any(id(read) not in inside for read in reads):
         return None
     ranges = _Ranges(arrays)
