@@ -21,7 +21,13 @@ from scipy import ndimage as ndi
 
 import stencilpipe as sp
 from stencilpipe.stencils import fused
-from stencilpipe.stencils.gauss_int import GaussianPass, _clamps, _float32_range, error_bound
+from stencilpipe.stencils.gauss_int import (
+    EXACT_COLUMNS_ABOVE,
+    GaussianPass,
+    _clamps,
+    _float32_range,
+    error_bound,
+)
 
 MODES = ["reflect", "mirror", "nearest"]
 #: (sigma, truncate): 5x5, 9x9, and 5x7 (radii int(2.2 * sigma + 0.5): 2 and 3).
@@ -177,10 +183,14 @@ def test_windows_of_more_rows_than_across_rows_read_a_ring_of_rows(mode):
 
 
 def test_wide_windows_sweep_and_recompute_whole_rows():
-    """sigma 8 (65 terms a pass): sums a sweep per term, recomputes the flagged points of a
-    row from its float64 columns (many flags a row); the definition's values."""
+    """The definition's values where passes sweep a term at a time: 33 terms (sigma 8,
+    truncate 2) in float32 both ways, a flagged row's float64 columns recomputed; 65
+    (truncate 4), past EXACT_COLUMNS_ABOVE, with the float64 vertical pass for every row;
+    and passes of different widths (a wide vertical one read from the ring of rows)."""
+    assert 2 * 16 + 1 <= EXACT_COLUMNS_ABOVE < 2 * 32 + 1
     frame = np.random.default_rng(12).integers(0, 256, (2, 70, 300), dtype=np.uint8)
     for mode in MODES:
+        check(frame, sigma=8.0, truncate=2.0, mode=mode)
         check(frame, sigma=8.0, truncate=4.0, mode=mode)
     check(frame, sigma=(8.0, 1.0), truncate=4.0, mode="mirror")
     check(frame, sigma=(1.0, 8.0), truncate=4.0, mode="nearest")
@@ -217,9 +227,10 @@ FUSED_ASM = """
 import numpy as np
 import stencilpipe as sp
 from stencilpipe.stencils import gauss_int
-for sigma in (1.0, 8.0):  # 5 terms a pass, written out; 33, summed a sweep per term
-    sp.library.gaussian(sigma, truncate=2.0)(np.zeros((2, 300, 300), np.uint8))
-for radius in (2, 16):
+# 5 terms a pass, written out; 33, summed a sweep per term; 65, the vertical pass in float64
+for sigma, truncate in ((1.0, 2.0), (8.0, 2.0), (8.0, 4.0)):
+    sp.library.gaussian(sigma, truncate=truncate)(np.zeros((2, 300, 300), np.uint8))
+for radius in (2, 16, 32):
     loops = gauss_int._loops(radius, radius, False)
     for name in ("separable_rows", "exact_point", "exact_columns", "exact_from_columns"):
         print(f"@@{radius} {name}")
@@ -237,10 +248,16 @@ def test_float32_sums_fuse_and_float64_ones_keep_scipys_order(tmp_path):
                           capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr
     parts = dict(part.split("\n", 1) for part in done.stdout.split("@@")[1:])
-    assert len(parts) == 8
+    assert len(parts) == 12
     # what each calls: a written-out pass recomputes point by point (its whole-row branch,
-    # constant False, is pruned), a wide one by rows too
-    calls = {2: ["exact_point"], 16: ["exact_point", "exact_columns", "exact_from_columns"]}
+    # constant False, is pruned), a wide one by rows too, and one wider than
+    # EXACT_COLUMNS_ABOVE by rows only: its float64 columns are every row's vertical pass
+    calls = {
+        2: ["exact_point"],
+        16: ["exact_point", "exact_columns", "exact_from_columns"],
+        32: ["exact_columns", "exact_from_columns"],
+    }
+    assert not parts["32 exact_point"].strip()  # never called: not compiled
     for radius, names in calls.items():
         assert re.search(r"\bvfmadd\d+ps\b", parts[f"{radius} separable_rows"]), radius
         for name in names:

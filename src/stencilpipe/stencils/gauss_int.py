@@ -9,7 +9,9 @@ in scipy's order of operations, only the points whose float32 result lies within
 proven bound ``E`` (:func:`error_bound`) of a rounding boundary ``k + 1/2``: every
 other point rounds as the float64 result does, so the output is the float64
 definition's, bit for bit, whatever the image (an image built to hit boundaries only
-runs slower).
+runs slower). Passes along rows wide enough to flag points in nearly every row
+(:data:`EXACT_COLUMNS_ABOVE`) take the float64 vertical pass for every row instead, and
+round it to float32 for the horizontal pass.
 """
 
 from __future__ import annotations
@@ -40,6 +42,16 @@ INPUTS = frozenset({np.dtype(np.uint8)})
 #: sigma 8 (65) 67-70 (37-40 of it recomputing flagged points) against 310.
 SWEEPS_ABOVE = 20
 
+#: Passes along rows of more terms than this flag points in nearly every row (the bound
+#: ``E`` grows with the terms: sigma 8, 65 terms, flags 5.5 points a row of 2048 on random
+#: frames), and a row's flagged points need its float64 vertical pass (:func:`exact_columns`).
+#: Their vertical pass is then that float64 one, for every row, rounded to float32 for the
+#: horizontal sweeps, in place of a float32 vertical pass as well. 2048x2048 uint8, 1
+#: thread, one process, random and smoothed frames alike, float32 and float64 vertical
+#: passes / float64 only, ms: sigma 3 (25 terms) 16.6 / 23.3, 4 (33) 27.2 / 30.1, 6 (49)
+#: 49.4 / 43.5, 8 (65) 70.1 / 56.6.
+EXACT_COLUMNS_ABOVE = 40
+
 
 def error_bound(half0: np.ndarray, half1: np.ndarray, largest: int) -> float:
     """A bound ``E`` on ``|y32 - y64|``, the float32 and float64 results of one point.
@@ -58,7 +70,10 @@ def error_bound(half0: np.ndarray, half1: np.ndarray, largest: int) -> float:
 
     ``y`` the exact result of the float64 weights. ``E`` is that bound in float32 plus
     the same in float64, times 1.25 (margin). For a 5x5 gaussian on uint8, ``E`` is
-    about 1.7e-4 (the largest difference measured on random frames: 3.7e-5).
+    about 1.7e-4 (the largest difference measured on random frames: 3.7e-5). It covers a
+    float64 vertical pass rounded to float32 (:data:`EXACT_COLUMNS_ABOVE`) too: one
+    rounding of scipy's float64 ``V``, itself within ``g(n_0 + 1) S_0 largest`` of ``v``
+    in float64's ``u``; together below the float32 pass's bound.
     """
 
     def bound(u: float) -> float:
@@ -171,12 +186,19 @@ def _rows_source(r0: int, r1: int, clamp: bool) -> str:
 
     A pass over up to :data:`SWEEPS_ABOVE` terms is written out, a term per read of a
     view; a wider one adds a term per sweep of the row, in the same order (the same
-    float32 values), reading the rows of axis 0 from a ring (:data:`_RING`).
+    float32 values), reading the rows of axis 0 from a ring (:data:`_RING`). Above
+    :data:`EXACT_COLUMNS_ABOVE` terms along rows, the vertical pass is the float64 one of
+    :func:`exact_columns`, which every row's flagged points then read.
     """
     size, wide0, wide1 = 2 * r0 + 1, 2 * r0 + 1 > SWEEPS_ABOVE, 2 * r1 + 1 > SWEEPS_ABOVE
-    # Pair sums cast back to int32: Numba adds int32s in int64, and LLVM would widen every
-    # lane to 64 bits (measured 5.6 ms against 0.8 for the vertical pass of a 2048x2048 frame).
-    if wide0:
+    exact_vertical = 2 * r1 + 1 > EXACT_COLUMNS_ABOVE
+    # The float32 vertical passes cast pair sums back to int32: Numba adds int32s in int64,
+    # and LLVM would widen every lane to 64 bits (measured 5.6 ms against 0.8 for the
+    # vertical pass of a 2048x2048 frame).
+    if exact_vertical:
+        setup = ""
+        vertical = _EXACT_VERTICAL.format(r1=r1)
+    elif wide0:
         setup = _RING.format(size=size)
         vertical = _RING_READS.format(r0=r0, size=size) + _VERTICAL_SWEEPS.format(
             r0=r0, r1=r1, size=size
@@ -201,6 +223,8 @@ def _rows_source(r0: int, r1: int, clamp: bool) -> str:
         # ~16x as much per point (sigma 8, 1 thread: 4.7 ns against 0.3 ns a column in
         # the row's sweeps).
         near, count, whole_row = "0", "+=", f"16 * near * {2 * r1 + 1} > n1"
+        if exact_vertical:  # the row's float64 columns are at hand
+            near, count, whole_row = "False", "|=", "True"
         setup += "\n    acc = np.empty(n1, np.float32)"
         horizontal, point = _HORIZONTAL_SWEEPS.format(r1=r1), "acc[j]"
         shifts = f"    s{r1} = line[{r1} : {r1} + n1]"
@@ -211,7 +235,7 @@ def _rows_source(r0: int, r1: int, clamp: bool) -> str:
         )
         shifts = "\n".join(f"    s{k} = line[{k} : {k} + n1]" for k in range(2 * r1 + 1))
     weights = "\n".join(
-        [f"    a{k} = v0[{k}]" for k in range(1 if wide0 else r0 + 1)]
+        [f"    a{k} = v0[{k}]" for k in range(0 if exact_vertical else 1 if wide0 else r0 + 1)]
         + [f"    b{k} = v1[{k}]" for k in range(1 if wide1 else r1 + 1)]
     )
     return _ROWS.format(
@@ -227,8 +251,14 @@ def _rows_source(r0: int, r1: int, clamp: bool) -> str:
         count=count,
         whole_row=whole_row,
         store=_CLAMPED if clamp else "target[j] = rounded",
+        columns="" if exact_vertical else _ROW_COLUMNS,  # else they are the row's already
     )
 
+
+#: The float64 columns of a row whose flagged points are recomputed from them.
+_ROW_COLUMNS = """            if whole_row:
+                exact_columns(x, frame, rows, w0, columns, mode)
+"""
 
 #: A rounded result, clamped to the output's range, stored.
 _CLAMPED = """rounded = rounded if rounded > low else low
@@ -252,6 +282,12 @@ _RING_READS = """        if frame != held:
                 into[j] = copied[j]
         loaded = i + {r0} + 1
 """
+
+#: The vertical pass in float64 as scipy sums it (:func:`exact_columns`), rounded to
+#: float32 for the horizontal sweeps.
+_EXACT_VERTICAL = """        exact_columns(x, frame, rows, w0, columns, mode)
+        for j in range(n1):
+            s{r1}[j] = np.float32(columns[{r1} + j])"""
 
 #: The wide vertical pass: the centre's term, then a pair per sweep from the inside out.
 _VERTICAL_SWEEPS = """        centre = ring[i % {size}]
@@ -309,9 +345,7 @@ def separable_rows(x, out, first, last, v0, v1, w0, w1, limit, low, high, mode):
             {store}
         if near:
             whole_row = {whole_row}
-            if whole_row:
-                exact_columns(x, frame, rows, w0, columns, mode)
-            for word in range(words.size):  # find the flags 8 at a time
+{columns}            for word in range(words.size):  # find the flags 8 at a time
                 if words[word]:
                     for j in range(8 * word, min(8 * word + 8, n1)):
                         if flags[j]:
