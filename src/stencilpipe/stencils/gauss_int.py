@@ -47,9 +47,9 @@ SWEEPS_ABOVE = 20
 #: frames), and a row's flagged points need its float64 vertical pass (:func:`exact_columns`).
 #: Their vertical pass is then that float64 one, for every row, rounded to float32 for the
 #: horizontal sweeps, in place of a float32 vertical pass as well. 2048x2048 uint8, 1
-#: thread, one process, random and smoothed frames alike, float32 and float64 vertical
-#: passes / float64 only, ms: sigma 3 (25 terms) 16.6 / 23.3, 4 (33) 27.2 / 30.1, 6 (49)
-#: 49.4 / 43.5, 8 (65) 70.1 / 56.6.
+#: thread, one process, float32 and float64 vertical passes / float64 only, ms: sigma 3
+#: (25 terms) 16.6 / 19.6, 4 (33) 25.5 / 25.8, 5 (41) 34.0 / 30.6, 6 (49) 44.2 / 37.4, 8
+#: (65) 60.8 / 48.8 (random and smoothed frames took the same times).
 EXACT_COLUMNS_ABOVE = 40
 
 
