@@ -60,6 +60,12 @@ def data(dtype: type, shape: tuple[int, ...], rng: np.random.Generator) -> np.nd
     return rng.integers(0, 60000, shape).astype(dtype)
 
 
+def window_options(size: Any) -> dict[str, Any]:
+    """``median_filter``'s keyword for ``size``, as ndfilters and scipy take it: a disk of
+    radius 5 for "disk"."""
+    return {"footprint": disk(5)} if isinstance(size, str) else {"size": size}
+
+
 def window_of(size: Any) -> RankWindow:
     """The window loop ``median_filter`` runs for ``size`` (a footprint for "disk")."""
     if isinstance(size, str):
@@ -90,18 +96,15 @@ def forced(step: RankWindow, loop: str, x: np.ndarray) -> Callable[[], object]:
     return lambda: kernel(frames, out, 0, rows=rows)
 
 
-def call(x: np.ndarray, size: Any) -> Callable[[], object]:
-    if isinstance(size, str):
-        return lambda: ndf.median_filter(x, footprint=disk(5))
-    return lambda: ndf.median_filter(x, size)
-
-
 def row(label: str, dtype: type, shape: tuple[int, ...], size: Any, args: Any) -> None:
     rng = np.random.default_rng(0)
     x = data(dtype, shape, rng)
     step = window_of(size)
     chosen = step.loop_name(np.dtype(dtype))
-    candidates: dict[str, Callable[[], object]] = {"stencilpipe": call(x, size)}
+    options = window_options(size)
+    candidates: dict[str, Callable[[], object]] = {
+        "stencilpipe": lambda: ndf.median_filter(x, **options)
+    }
     if chosen == "rank_sorted_columns":  # what the window took before: a histogram for 16-bit
         other = "rank_histogram" if np.dtype(dtype).itemsize == 2 else "rank_network"
     else:
@@ -127,10 +130,7 @@ def row(label: str, dtype: type, shape: tuple[int, ...], size: Any, args: Any) -
     )
     if args.scipy:
         start = time.perf_counter()
-        if isinstance(size, str):
-            ndi.median_filter(x, footprint=disk(5))
-        else:
-            ndi.median_filter(x, size)
+        ndi.median_filter(x, **options)
         cells.append(f"{(time.perf_counter() - start) * 1e3:.0f}")
     print("| " + " | ".join(cells) + " |", flush=True)
 
